@@ -1,0 +1,182 @@
+"""Where the database is, and opening it.
+
+One place resolves the target: explicit options, else ``AMEM_*`` environment
+variables, else the embedded default in a project-local folder, so a newcomer
+needs no server at all. Every failure to open becomes one typed error whose
+message says what to do.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Mapping
+from urllib.parse import urlparse
+
+from surrealdb import AsyncSurreal
+
+from .errors import (
+    AuthenticationFailed,
+    ConnectionFailed,
+    DatabaseInUse,
+    EngineTooOld,
+    UnknownUrlScheme,
+)
+
+# Embedded engines run in-process; remote ones go through the same SDK.
+EMBEDDED_SCHEMES = ("mem", "memory", "surrealkv", "surrealkv+versioned", "file")
+REMOTE_SCHEMES = ("ws", "wss", "http", "https")
+
+DEFAULT_DATA_DIR = Path(".amem") / "data"
+# surrealkv with versions kept: time travel (`SELECT ... VERSION d'...'`) needs
+# it, and the backend soak test (docs/BACKENDS.md) chose it as the default.
+DEFAULT_SCHEME = "surrealkv+versioned"
+DEFAULT_NS = "amem"
+DEFAULT_DB = "main"
+
+# Oldest engine we support: 3.0 brought FULLTEXT ... BM25, search::rrf, closures
+# that see outer variables, ORDER BY with GROUP BY (all relied on).
+MIN_ENGINE = (3, 0, 0)
+
+
+@dataclass(frozen=True)
+class Target:
+    url: str
+    ns: str = DEFAULT_NS
+    db: str = DEFAULT_DB
+    user: str | None = None
+    password: str | None = None
+
+    @property
+    def scheme(self) -> str:
+        return self.url.split("://", 1)[0].lower() if "://" in self.url else self.url
+
+    @property
+    def embedded(self) -> bool:
+        return self.scheme in EMBEDDED_SCHEMES
+
+    def describe(self) -> str:
+        return f"{self.url} (ns={self.ns}, db={self.db})"
+
+    def with_database(self, ns: str, db: str) -> "Target":
+        return replace(self, ns=ns, db=db)
+
+
+def default_url(cwd: Path | None = None) -> str:
+    path = ((cwd or Path.cwd()) / DEFAULT_DATA_DIR).resolve()
+    return f"{DEFAULT_SCHEME}://{path}"
+
+
+def resolve_target(
+    url: str | None = None,
+    ns: str | None = None,
+    db: str | None = None,
+    user: str | None = None,
+    password: str | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Target:
+    """Options win over ``AMEM_URL/NS/DB/USER/PASS``, which win over defaults."""
+    env = os.environ if env is None else env
+    target = Target(
+        url=url or env.get("AMEM_URL") or default_url(cwd),
+        ns=ns or env.get("AMEM_NS") or DEFAULT_NS,
+        db=db or env.get("AMEM_DB") or DEFAULT_DB,
+        user=user or env.get("AMEM_USER") or None,
+        password=password or env.get("AMEM_PASS") or None,
+    )
+    check_scheme(target.url)
+    return target
+
+
+def check_scheme(url: str) -> None:
+    scheme = url.split("://", 1)[0].lower() if "://" in url else url
+    if scheme not in EMBEDDED_SCHEMES + REMOTE_SCHEMES:
+        raise UnknownUrlScheme(
+            f"unknown database URL scheme {scheme!r} in {url!r}: use one of "
+            "mem://, surrealkv://PATH, surrealkv+versioned://PATH, file://PATH "
+            "(embedded) or ws://, wss://, http://, https:// (a SurrealDB server)"
+        )
+
+
+def parse_engine_version(text: str) -> tuple[int, int, int]:
+    m = re.search(r"(\d+)\.(\d+)\.(\d+)", text)
+    if not m:
+        raise EngineTooOld(f"could not read the engine version from {text!r}")
+    return int(m[1]), int(m[2]), int(m[3])
+
+
+def check_engine_version(text: str) -> tuple[int, int, int]:
+    version = parse_engine_version(text)
+    if version < MIN_ENGINE:
+        need = ".".join(map(str, MIN_ENGINE))
+        raise EngineTooOld(
+            f"SurrealDB {text} is older than the supported range (>= {need}): "
+            "upgrade the server, or for the embedded engine reinstall amem-db "
+            "so that surrealdb-embedded 3.x is used"
+        )
+    return version
+
+
+def _ensure_data_dir(url: str) -> None:
+    scheme, _, rest = url.partition("://")
+    if scheme in ("surrealkv", "surrealkv+versioned", "file") and rest:
+        path = Path(urlparse(url).path if rest.startswith("/") else rest.split("?")[0])
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+
+def _open_error(target: Target, exc: BaseException) -> Exception:
+    text = str(exc)
+    low = text.lower()
+    if "lock" in low and ("locked" in low or "already" in low):
+        return DatabaseInUse(
+            f"the embedded database {target.url} is in use by another process: "
+            "stop that process, or run a server (`surreal start`) and connect "
+            "both through it with --url ws://..."
+        )
+    if target.embedded:
+        return ConnectionFailed(f"could not open the embedded database {target.url}: {text}")
+    return ConnectionFailed(
+        f"could not reach SurrealDB at {target.url}: {text.splitlines()[0] if text else type(exc).__name__}. "
+        "Is the server running? Check --url / AMEM_URL."
+    )
+
+
+async def open_connection(target: Target) -> Any:
+    """Open, sign in (remote), select ns/db and check the engine version.
+
+    Returns the SDK connection. The caller owns it and must ``await close()``.
+    """
+    check_scheme(target.url)
+    if target.embedded:
+        _ensure_data_dir(target.url)
+    try:
+        conn = AsyncSurreal(target.url)
+        await conn.connect()
+    except Exception as exc:  # the SDK raises many transport types; one message each
+        raise _open_error(target, exc) from exc
+    try:
+        if not target.embedded and target.user:
+            try:
+                await conn.signin({"username": target.user, "password": target.password or ""})
+            except Exception as exc:
+                raise AuthenticationFailed(
+                    f"signing in to {target.url} as {target.user!r} failed ({str(exc).splitlines()[0]}): "
+                    "check --user/--pass or AMEM_USER/AMEM_PASS"
+                ) from exc
+        await conn.use(target.ns, target.db)
+        check_engine_version(await conn.version())
+    except BaseException:
+        await close_quietly(conn)
+        raise
+    return conn
+
+
+async def close_quietly(conn: Any) -> None:
+    try:
+        await conn.close()
+    except Exception:
+        pass

@@ -1,0 +1,46 @@
+"""Structural settings rendered into the SurrealQL templates.
+
+These shape the schema (index dimension, HNSW graph, KNN pool literal,
+analyzer language), so they are template inputs, validated here at render
+time. User *values* never go through templates: they travel as ``$params``.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+# snowball languages the engine's analyzer accepts
+SNOWBALL_LANGUAGES = (
+    "arabic", "danish", "dutch", "english", "french", "german", "greek",
+    "hungarian", "italian", "norwegian", "portuguese", "romanian", "russian",
+    "spanish", "swedish", "tamil", "turkish",
+)
+
+
+class SchemaSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # 384 = all-MiniLM-L6-v2 / multilingual-e5-small, the offline models we ship
+    embedding_dim: int = Field(384, ge=2, le=16384)
+    hnsw_m: int = Field(12, ge=4, le=128)
+    hnsw_efc: int = Field(150, ge=16, le=2000)
+    # KNN needs a literal `<|K,EF|>` (ENGINE-NOTES): the pool is rendered in.
+    candidate_pool: int = Field(256, ge=10, le=4096)
+    analyzer_language: str = "english"
+
+    @field_validator("analyzer_language")
+    @classmethod
+    def _known_language(cls, v: str) -> str:
+        if v not in SNOWBALL_LANGUAGES:
+            raise ValueError(f"analyzer_language must be one of {', '.join(SNOWBALL_LANGUAGES)}")
+        return v
+
+    @property
+    def hnsw_ef(self) -> int:
+        """Search-time EF: at least the pool, so a pool-sized KNN can fill."""
+        return max(self.candidate_pool, 64)
+
+    def merged(self, overrides: dict) -> "SchemaSettings":
+        data = self.model_dump()
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        return SchemaSettings(**data)

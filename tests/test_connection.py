@@ -1,0 +1,49 @@
+"""Where the database is: options > environment > embedded default; engine version range."""
+
+from pathlib import Path
+
+import pytest
+
+from amem_db.connection import check_engine_version, resolve_target
+from amem_db.errors import EngineTooOld, UnknownUrlScheme
+
+
+def test_default_is_a_project_local_embedded_database(tmp_path):
+    t = resolve_target(env={}, cwd=tmp_path)
+    assert t.embedded
+    assert t.url == f"surrealkv+versioned://{(tmp_path / '.amem' / 'data').resolve()}"
+    assert (t.ns, t.db, t.user) == ("amem", "main", None)
+
+
+def test_environment_beats_default_and_options_beat_environment():
+    env = {"AMEM_URL": "ws://db:8000", "AMEM_NS": "n", "AMEM_DB": "d", "AMEM_USER": "u", "AMEM_PASS": "p"}
+    t = resolve_target(env=env)
+    assert (t.url, t.ns, t.db, t.user, t.password) == ("ws://db:8000", "n", "d", "u", "p")
+    assert not t.embedded
+    t = resolve_target(url="mem://", ns="n2", env=env)
+    assert (t.url, t.ns, t.db) == ("mem://", "n2", "d")
+
+
+@pytest.mark.parametrize("url", ["mem://", "surrealkv:///x", "surrealkv+versioned:///x", "file:///x",
+                                 "ws://h:1", "wss://h", "http://h:8000", "https://h"])
+def test_supported_schemes(url):
+    assert resolve_target(url=url, env={}).url == url
+
+
+def test_unknown_scheme_says_what_is_supported():
+    with pytest.raises(UnknownUrlScheme, match="ws://"):
+        resolve_target(url="redis://x", env={})
+
+
+@pytest.mark.parametrize("version", ["surrealdb-2.3.10", "1.5.0"])
+def test_old_engines_are_refused(version):
+    with pytest.raises(EngineTooOld, match="older than the supported range"):
+        check_engine_version(version)
+
+
+def test_supported_engine_passes():
+    assert check_engine_version("surrealdb-3.2.4") == (3, 2, 4)
+
+
+async def test_embedded_engine_is_in_range(db):
+    assert check_engine_version(await db.version()) >= (3, 0, 0)

@@ -1,0 +1,227 @@
+"""The migrator on the real engine: fresh install, idempotency, and every refusal."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+
+from amem_db.connection import close_quietly, open_connection
+from amem_db.errors import (
+    DimensionChangeRefused,
+    MigrationDrift,
+    MigrationLocked,
+    MigrationMissing,
+    MigrationOutOfOrder,
+)
+from amem_db.migrator import Migrator, bundled_dir
+from conftest import drop, make_target
+
+EXPECTED_TABLES = {
+    "document", "section", "chunk", "audio_chunk", "keyword", "knowledge_has_keyword",
+    "document_link", "entity", "attribute", "relation", "mentions", "retrieval_trace",
+}
+EXPECTED_INDEXES = {
+    "chunk": {"chunk_text", "chunk_embedding", "chunk_document", "chunk_section"},
+    "audio_chunk": {"audio_chunk_text", "audio_chunk_embedding"},
+    "keyword": {"keyword_text", "keyword_embedding"},
+    "entity": {"entity_name", "entity_embedding"},
+    "section": {"section_heading_embedding"},
+    "document": {"document_summary_embedding"},
+}
+
+
+@pytest.fixture
+async def conn():
+    target = make_target("mig")
+    c = await open_connection(target)
+    yield c
+    await drop(c, target)
+    await close_quietly(c)
+
+
+@pytest.fixture
+def sql_dirs(tmp_path: Path):
+    """A private copy of migrations/ and surql/ that a test may edit."""
+    mig, surql = tmp_path / "migrations", tmp_path / "surql"
+    shutil.copytree(bundled_dir("migrations"), mig)
+    shutil.copytree(bundled_dir("surql"), surql)
+    return mig, surql
+
+
+async def info(conn) -> dict:
+    return (await conn.query("INFO FOR DB"))[0]
+
+
+async def schema_snapshot(conn) -> dict:
+    db = await info(conn)
+    tables = {t: (await conn.query(f"INFO FOR TABLE {t}"))[0] for t in sorted(db["tables"])}
+    return {"db": db, "tables": tables}
+
+
+async def test_fresh_migrate_creates_the_whole_schema(conn):
+    plan = await Migrator(conn).migrate()
+    assert plan.pending
+    db = await info(conn)
+    assert EXPECTED_TABLES <= set(db["tables"])
+    assert "knowledge_text" in db["analyzers"]
+    assert "BLANK,CLASS,CAMEL,PUNCT" in db["analyzers"]["knowledge_text"]
+    assert "SNOWBALL(ENGLISH)" in db["analyzers"]["knowledge_text"]
+    for table, wanted in EXPECTED_INDEXES.items():
+        have = set((await conn.query(f"INFO FOR TABLE {table}"))[0]["indexes"])
+        assert wanted <= have, (table, wanted - have)
+    chunk_indexes = (await conn.query("INFO FOR TABLE chunk"))[0]["indexes"]
+    assert "BM25(1.2,0.75)" in chunk_indexes["chunk_text"]
+    assert "DIMENSION 384" in chunk_indexes["chunk_embedding"] and "COSINE" in chunk_indexes["chunk_embedding"]
+    assert any(name.startswith("amem::") for name in db["functions"])
+
+
+async def test_second_migrate_is_a_no_op(conn):
+    m = Migrator(conn)
+    await m.migrate()
+    before = await conn.query("SELECT key, applied_at FROM amem_migration ORDER BY key")
+    plan = await m.migrate()
+    assert plan.up_to_date
+    assert await conn.query("SELECT key, applied_at FROM amem_migration ORDER BY key") == before
+
+
+async def test_tracking_rows_record_who_when_and_checksum(conn):
+    await Migrator(conn).migrate()
+    (rows,) = await conn.query("SELECT * FROM amem_migration WHERE kind = 'migration'")
+    row = rows[0]
+    assert row["key"] == "0001_core_schema"
+    assert len(row["checksum"]) == 64 and row["applied_by"] and row["package_version"]
+    assert row["duration"] is not None
+
+
+async def test_drifted_migration_is_refused(conn, sql_dirs):
+    mig, surql = sql_dirs
+    await Migrator(conn, migrations_dir=mig, surql_dir=surql).migrate()
+    f = mig / "0001_core_schema.surql.j2"
+    f.write_text(f.read_text() + "\nDEFINE FIELD sneaky ON document TYPE option<string>;\n")
+    with pytest.raises(MigrationDrift, match="0001_core_schema"):
+        await Migrator(conn, migrations_dir=mig, surql_dir=surql).migrate()
+    plan = await Migrator(conn, migrations_dir=mig, surql_dir=surql).plan()
+    assert [s.state for s in plan.states if s.key == "0001_core_schema"] == ["drifted"]
+    assert "sneaky" not in (await conn.query("INFO FOR TABLE document"))[0]["fields"]
+
+
+async def test_missing_migration_is_refused(conn, sql_dirs):
+    mig, surql = sql_dirs
+    (mig / "0002_extra.surql.j2").write_text("DEFINE FIELD extra ON document TYPE option<string>;\n")
+    await Migrator(conn, migrations_dir=mig, surql_dir=surql).migrate()
+    (mig / "0002_extra.surql.j2").unlink()
+    with pytest.raises(MigrationMissing, match="0002_extra"):
+        await Migrator(conn, migrations_dir=mig, surql_dir=surql).migrate()
+
+
+async def test_out_of_order_migration_is_refused(conn, sql_dirs):
+    mig, surql = sql_dirs
+    await Migrator(conn, migrations_dir=mig, surql_dir=surql).migrate()
+    (mig / "0000_too_early.surql.j2").write_text("DEFINE FIELD early ON document TYPE option<string>;\n")
+    with pytest.raises(MigrationOutOfOrder, match="0000_too_early"):
+        await Migrator(conn, migrations_dir=mig, surql_dir=surql).migrate()
+    assert "early" not in (await conn.query("INFO FOR TABLE document"))[0]["fields"]
+
+
+async def test_a_held_lock_excludes_a_second_migrator(conn):
+    first, second = Migrator(conn), Migrator(conn)
+    second.holder = "other-host pid 42"
+    await conn.query(
+        "DEFINE TABLE IF NOT EXISTS amem_lock SCHEMALESS PERMISSIONS NONE;"
+        "CREATE amem_lock:migrate CONTENT { holder: 'other-host pid 42', acquired_at: time::now() }"
+    )
+    with pytest.raises(MigrationLocked, match="other-host pid 42"):
+        await first.migrate()
+    assert "document" not in (await info(conn))["tables"]
+    # the operator's override removes the stale lock and migrates
+    await first.migrate(force_unlock=True)
+    assert "document" in (await info(conn))["tables"]
+    assert await first.lock_holder() is None
+
+
+async def test_failed_script_releases_the_lock_and_keeps_nothing(conn, sql_dirs):
+    mig, surql = sql_dirs
+    (mig / "0002_broken.surql.j2").write_text("DEFINE FIELD ok ON document TYPE string;\nTHROW 'boom';\n")
+    m = Migrator(conn, migrations_dir=mig, surql_dir=surql)
+    with pytest.raises(Exception, match="boom"):
+        await m.migrate()
+    assert await m.lock_holder() is None
+    fields = (await conn.query("INFO FOR TABLE document"))[0]["fields"]
+    assert "ok" not in fields  # the failed transaction left nothing behind
+    (keys,) = await conn.query("SELECT VALUE key FROM amem_migration")
+    assert "0002_broken" not in keys
+
+
+async def test_dry_run_changes_nothing(conn):
+    before = await info(conn)
+    plan = await Migrator(conn).migrate(dry_run=True)
+    assert plan.pending
+    assert await info(conn) == before
+
+
+async def test_dry_run_reports_a_broken_plan(conn, sql_dirs):
+    mig, surql = sql_dirs
+    (surql / "999_broken.surql.j2").write_text("DEFINE FUNCTION OVERWRITE fn::amem::broken() { RETURN 1 +; };\n")
+    with pytest.raises(Exception):
+        await Migrator(conn, migrations_dir=mig, surql_dir=surql).migrate(dry_run=True)
+
+
+async def test_upgrade_from_an_older_set_equals_a_fresh_install(sql_dirs):
+    mig, surql = sql_dirs
+    # the "older release": an older function body, and a desired-state file it did not have yet
+    meta = surql / "110_meta.surql.j2"
+    meta.write_text(meta.read_text().replace("?? {}", "?? { old: true }"))
+    (surql / "100_scope.surql.j2").unlink()
+    upgraded_target, fresh_target = make_target("up"), make_target("fresh")
+    upgraded, fresh = await open_connection(upgraded_target), await open_connection(fresh_target)
+    try:
+        await Migrator(upgraded, migrations_dir=mig, surql_dir=surql).migrate()
+        await Migrator(upgraded).migrate()  # upgrade to the current set
+        await Migrator(fresh).migrate()
+        assert await schema_snapshot(upgraded) == await schema_snapshot(fresh)
+    finally:
+        for c, t in ((upgraded, upgraded_target), (fresh, fresh_target)):
+            await drop(c, t)
+            await close_quietly(c)
+
+
+async def test_settings_are_recorded_and_kept(conn):
+    await Migrator(conn).migrate({"candidate_pool": 128, "hnsw_m": 16})
+    plan = await Migrator(conn).migrate()  # no options: keeps them
+    assert plan.up_to_date
+    assert plan.settings.candidate_pool == 128 and plan.settings.hnsw_m == 16
+    stored = await conn.query("RETURN fn::amem::meta::settings()")
+    assert stored[0]["candidate_pool"] == 128
+    idx = (await conn.query("INFO FOR TABLE chunk"))[0]["indexes"]["chunk_embedding"]
+    assert "M 16" in idx
+
+
+async def test_dimension_change_without_vectors_reindexes(conn):
+    await Migrator(conn).migrate()
+    await Migrator(conn).migrate({"embedding_dim": 8})
+    idx = (await conn.query("INFO FOR TABLE chunk"))[0]["indexes"]["chunk_embedding"]
+    assert "DIMENSION 8" in idx
+
+
+async def test_dimension_change_with_vectors_is_refused(conn):
+    await Migrator(conn).migrate({"embedding_dim": 4})
+    await conn.query(
+        "CREATE document:d SET mime_type = 'text/plain', content_hash = 'x', text = 'hello';"
+        "CREATE chunk SET document = document:d, text = 'hello', position = 0, char_start = 0, char_end = 5,"
+        " mime_type = 'text/plain', embedding = [0.1, 0.2, 0.3, 0.4];"
+    )
+    with pytest.raises(DimensionChangeRefused, match="re-embed"):
+        await Migrator(conn).migrate({"embedding_dim": 8})
+    idx = (await conn.query("INFO FOR TABLE chunk"))[0]["indexes"]["chunk_embedding"]
+    assert "DIMENSION 4" in idx
+    assert (await conn.query("RETURN fn::amem::meta::settings()"))[0]["embedding_dim"] == 4
+
+
+async def test_migrations_are_rendered_without_settings(sql_dirs, conn):
+    mig, surql = sql_dirs
+    (mig / "0002_bad.surql.j2").write_text("DEFINE FIELD v ON chunk TYPE array<float, {{ embedding_dim }}>;\n")
+    with pytest.raises(Exception, match="rendered without settings"):
+        await Migrator(conn, migrations_dir=mig, surql_dir=surql).plan()
