@@ -1,0 +1,113 @@
+"""Typed results of the stored functions (pydantic). Field names follow the
+stored functions' output; ids are plain strings such as ``document:01hx...``."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Optional
+
+from pydantic import BaseModel, ConfigDict
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class Keyword(_Model):
+    text: str
+    normalised: str
+    score: float
+
+
+class Document(_Model):
+    id: str
+    title: Optional[str] = None
+    source: Optional[str] = None
+    source_id: Optional[str] = None
+    mime_type: str
+    content_hash: Optional[str] = None
+    status: str
+    chunk_count: int = 0
+    embedding_model: Optional[str] = None
+    summary: Optional[str] = None
+    metadata: Optional[dict[str, Any]] = None
+    scopes: list[str] = []
+    created_at: Optional[datetime] = None
+    updated_at: Optional[datetime] = None
+    keywords: list[Keyword] = []
+
+
+class IngestResult(_Model):
+    """One document's outcome: added / replaced / unchanged, or failed with an error."""
+
+    status: str
+    name: str
+    document: Optional[Document] = None
+    error: Optional[str] = None
+
+
+class DocumentPage(_Model):
+    documents: list[dict[str, Any]]
+    total: int
+    limit: int
+    offset: int
+
+
+class Chunk(_Model):
+    id: str
+    text: str
+    position: int
+    section: Optional[str] = None
+    charStart: int
+    charEnd: int
+    startS: Optional[float] = None
+    endS: Optional[float] = None
+
+
+class ChunkPage(_Model):
+    document: str
+    chunks: list[Chunk]
+    total: int
+    limit: int
+    offset: int
+
+
+class DocumentKeywords(_Model):
+    document: str
+    keywords: list[Keyword]
+
+
+class KeywordCount(_Model):
+    text: str
+    normalised: str
+    document_count: int
+
+
+class KeywordPage(_Model):
+    keywords: list[KeywordCount]
+    total: int
+    limit: int
+    offset: int
+
+
+class KeywordDocument(_Model):
+    id: str
+    title: Optional[str] = None
+    score: float
+
+
+class KeywordDetail(_Model):
+    text: str
+    normalised: str
+    document_count: int
+    documents: list[KeywordDocument]
+
+
+class KeywordMatch(_Model):
+    text: str
+    normalised: str
+    score: float
+
+
+class KeywordSearch(_Model):
+    results: list[KeywordMatch]
