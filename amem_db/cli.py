@@ -24,6 +24,7 @@ from rich.table import Table
 from . import __version__
 from .connection import Target, close_quietly, open_connection, resolve_target
 from .errors import AmemError
+from .client import Memory
 from .migrator import Migrator
 
 app = typer.Typer(
@@ -41,17 +42,41 @@ err = Console(stderr=True, soft_wrap=True)  # an error is one line, never wrappe
 @app.callback()
 def _global(
     ctx: typer.Context,
-    url: Optional[str] = typer.Option(None, "--url", help="mem://, surrealkv://PATH, surrealkv+versioned://PATH, file://PATH, ws(s)://HOST:PORT, http(s)://HOST:PORT [env AMEM_URL]"),
-    ns: Optional[str] = typer.Option(None, "--ns", help="namespace [env AMEM_NS, default amem]"),
-    db: Optional[str] = typer.Option(None, "--db", help="database [env AMEM_DB, default main]"),
-    user: Optional[str] = typer.Option(None, "--user", help="user to sign in as on a server [env AMEM_USER]"),
-    password: Optional[str] = typer.Option(None, "--pass", help="password [env AMEM_PASS]"),
+    url: Optional[str] = typer.Option(None, "--url", help="mem://, surrealkv://PATH, surrealkv+versioned://PATH, file://PATH, ws(s)://HOST:PORT, http(s)://HOST:PORT (env AMEM_URL)"),
+    ns: Optional[str] = typer.Option(None, "--ns", help="namespace (env AMEM_NS, default amem)"),
+    db: Optional[str] = typer.Option(None, "--db", help="database (env AMEM_DB, default main)"),
+    user: Optional[str] = typer.Option(None, "--user", help="user to sign in as on a server (env AMEM_USER)"),
+    password: Optional[str] = typer.Option(None, "--pass", help="password (env AMEM_PASS)"),
+    embedder: Optional[str] = typer.Option(None, "--embedder", envvar="AMEM_EMBEDDER",
+        help="embedding model: minilm (default), e5-small, or openai:URL:MODEL (env AMEM_EMBEDDER)"),
 ) -> None:
-    ctx.obj = {"url": url, "ns": ns, "db": db, "user": user, "password": password}
+    ctx.obj = {"url": url, "ns": ns, "db": db, "user": user, "password": password, "embedder": embedder}
 
 
 def target_of(ctx: typer.Context) -> Target:
-    return resolve_target(**ctx.find_root().obj)
+    opts = dict(ctx.find_root().obj)
+    opts.pop("embedder", None)
+    return resolve_target(**opts)
+
+
+@asynccontextmanager
+async def memory(ctx: typer.Context) -> AsyncIterator[Memory]:
+    target = target_of(ctx)
+    mem = Memory(await open_connection(target), embedder=ctx.find_root().obj.get("embedder"), target=target)
+    try:
+        yield mem
+    finally:
+        await mem.close()
+
+
+def print_json(value: Any) -> None:
+    print(json.dumps(jsonable(value), indent=2, ensure_ascii=False, default=str))
+
+
+def jsonable(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    return value
 
 
 @asynccontextmanager
@@ -207,6 +232,9 @@ def serve(
 
 
 # --- entry point -----------------------------------------------------------------------
+from . import cli_documents  # noqa: E402,F401  (registers ingest, documents, keywords)
+
+
 def main(argv: list[str] | None = None) -> None:
     code = 0
     try:

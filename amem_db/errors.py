@@ -116,6 +116,11 @@ _BY_CODE: dict[str, type[AmemError]] = {
 }
 
 
+def error_for(code: str, message: str) -> AmemError:
+    """The typed error for a code (an unknown code still gives an AmemError)."""
+    return _BY_CODE.get(code, AmemError)(message, code=code)
+
+
 def from_thrown(text: str) -> AmemError | None:
     """Parse ``amem:<code>: <message>`` (anywhere in ``text``) into a typed error."""
     idx = text.find("amem:")
@@ -124,9 +129,7 @@ def from_thrown(text: str) -> AmemError | None:
     m = _THROWN.match(text[idx:])
     if not m:
         return None
-    code = m["code"]
-    cls = _BY_CODE.get(code, AmemError)
-    return cls(m["message"].strip(), code=code)
+    return error_for(m["code"], m["message"].strip())
 
 
 def from_engine_error(exc: BaseException) -> BaseException:

@@ -44,6 +44,7 @@ class IngestResult(_Model):
     name: str
     document: Optional[Document] = None
     error: Optional[str] = None
+    error_code: Optional[str] = None
 
 
 class DocumentPage(_Model):

@@ -1,0 +1,217 @@
+"""Files in, documents out: walk paths, parse (Python: I/O only), then per
+batch one round trip to ``prepare`` (the stored functions chunk and extract
+keywords), one embedding pass over every new text, and one round trip to
+``ingest`` in which each document is its own statement and transaction."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from .db import call_each
+from .errors import from_thrown
+from .models import Document, IngestResult
+from .parsing import ParseError, ParsedDocument, parse_file
+
+Progress = Callable[[str, dict], None]
+
+
+@dataclass
+class Item:
+    """One document ready for the stored functions."""
+
+    name: str  # how the user knows it: a path, or path#id for a corpus line
+    doc: dict
+
+
+@dataclass
+class IngestReport:
+    results: list[IngestResult] = field(default_factory=list)
+    chunks: int = 0
+    keywords: int = 0
+    embedded_texts: int = 0
+    embed_seconds: float = 0.0
+    seconds: float = 0.0
+
+    def count(self, status: str) -> int:
+        return sum(1 for r in self.results if r.status == status)
+
+    @property
+    def failed(self) -> list[IngestResult]:
+        return [r for r in self.results if r.status == "failed"]
+
+
+def collect_files(paths: Iterable[str | Path]) -> Iterator[Path]:
+    """Files named, and every file under folders named (hidden ones skipped), in a stable order."""
+    for p in map(Path, paths):
+        if p.is_dir():
+            for f in sorted(p.rglob("*")):
+                if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts):
+                    yield f
+        else:
+            yield p
+
+
+def doc_object(
+    parsed: ParsedDocument,
+    *,
+    source: str | None,
+    title: str | None = None,
+    scopes: list[str] | None = None,
+) -> dict:
+    """A parser result as the document object ``fn::amem::documents::*`` take."""
+    return {
+        "text": parsed.text,
+        "title": title or parsed.title,
+        "source": source,
+        "source_id": parsed.source_id,
+        "mime_type": parsed.mime_type,
+        "sections": [
+            {"heading": s.heading, "level": s.level, "heading_path": list(s.heading_path),
+             "char_start": s.char_start, "char_end": s.char_end}
+            for s in parsed.sections
+        ],
+        "segments": [
+            {"start_s": float(s.start_s), "end_s": float(s.end_s), "char_start": s.char_start, "char_end": s.char_end}
+            for s in parsed.segments
+        ],
+        "links": [{"href": link.href, "text": link.text} for link in parsed.links],
+        "scopes": list(scopes or []),
+    }
+
+
+def items_from_file(
+    path: Path,
+    *,
+    title: str | None = None,
+    source: str | None = None,
+    scopes: list[str] | None = None,
+    mime_type: str | None = None,
+) -> list[Item]:
+    parsed = parse_file(path, mime_type=mime_type)
+    base = source or str(path)
+    if len(parsed) == 1 and parsed[0].source_id is None:
+        return [Item(base, doc_object(parsed[0], source=base, title=title, scopes=scopes))]
+    # a corpus file: one document per line, each its own source
+    return [
+        Item(f"{base}#{p.source_id or i}", doc_object(p, source=f"{base}#{p.source_id or i}", scopes=scopes))
+        for i, p in enumerate(parsed)
+    ]
+
+
+def _texts_of(prepared: dict) -> dict[str, list[str]]:
+    return {
+        "chunks": [c["text"] for c in prepared["chunks"]],
+        "audio": [a["text"] for a in prepared["audio"]],
+        "keywords": [k["text"] for k in prepared["keywords"]],
+        "sections": list(prepared["sections"]),
+    }
+
+
+def _failed(name: str, message: str) -> IngestResult:
+    typed = from_thrown(message)
+    if typed is None:
+        return IngestResult(status="failed", name=name, error=message, error_code="engine_error")
+    return IngestResult(status="failed", name=name, error=typed.message, error_code=typed.code)
+
+
+async def ingest_items(
+    conn: Any,
+    embedder: Any | None,
+    items: list[Item],
+    *,
+    batch_size: int = 16,
+    report: IngestReport | None = None,
+    progress: Progress | None = None,
+) -> IngestReport:
+    report = report or IngestReport()
+    started = time.perf_counter()
+    for i in range(0, len(items), batch_size):
+        batch = items[i : i + batch_size]
+        prepared = await call_each(conn, "fn::amem::documents::prepare", [(it.doc,) for it in batch])
+        # one embedding pass over every text of every changed document in the batch
+        plan: list[tuple[Item, dict[str, list[str]] | None, IngestResult | None]] = []
+        texts: list[str] = []
+        for it, (ok, p) in zip(batch, prepared):
+            if not ok:
+                plan.append((it, None, _failed(it.name, p)))
+            elif p["unchanged"] or embedder is None:
+                plan.append((it, None, None))
+            else:
+                parts = _texts_of(p)
+                plan.append((it, parts, None))
+                texts += [t for part in parts.values() for t in part]
+        vectors: list[list[float]] = []
+        if texts:
+            t0 = time.perf_counter()
+            vectors = await asyncio.to_thread(embedder.embed_documents, texts)
+            report.embed_seconds += time.perf_counter() - t0
+            report.embedded_texts += len(texts)
+            if progress:
+                progress("embedded", {"texts": len(texts), "seconds": report.embed_seconds, "total": report.embedded_texts})
+        calls, pos = [], 0
+        for it, parts, error in plan:
+            if error is not None:
+                continue
+            v = None
+            if parts is not None:
+                v = {"model": embedder.name}
+                for key, part in parts.items():
+                    v[key], pos = vectors[pos : pos + len(part)], pos + len(part)
+            calls.append((it.doc, v))
+        outcomes = iter(await call_each(conn, "fn::amem::documents::ingest", calls))
+        for it, parts, error in plan:
+            if error is not None:
+                result = error
+            else:
+                ok, out = next(outcomes)
+                if ok:
+                    doc = Document(**out["document"])
+                    result = IngestResult(status=out["status"], name=it.name, document=doc)
+                    if out["status"] != "unchanged":
+                        report.chunks += doc.chunk_count
+                        report.keywords += len(doc.keywords)
+                else:
+                    result = _failed(it.name, out)
+            report.results.append(result)
+            if progress:
+                progress("document", {"result": result, "chunks": report.chunks})
+    report.seconds += time.perf_counter() - started
+    return report
+
+
+async def ingest_paths(
+    conn: Any,
+    embedder: Any | None,
+    paths: Iterable[str | Path],
+    *,
+    title: str | None = None,
+    source: str | None = None,
+    scopes: list[str] | None = None,
+    mime_type: str | None = None,
+    batch_size: int = 16,
+    progress: Progress | None = None,
+) -> IngestReport:
+    """Ingest files and folders; a file that cannot be parsed is reported, the rest go on."""
+    report = IngestReport()
+    files = list(collect_files(paths))
+    if progress:
+        progress("files", {"total": len(files)})
+    for path in files:
+        try:
+            items = items_from_file(path, title=title, source=source if len(files) == 1 else None,
+                                    scopes=scopes, mime_type=mime_type)
+        except ParseError as exc:
+            report.results.append(IngestResult(status="failed", name=str(path), error=str(exc), error_code="unreadable_file"))
+            if progress:
+                progress("file", {"path": path, "documents": 0})
+            continue
+        if progress:
+            progress("documents", {"total": len(items)})
+        await ingest_items(conn, embedder, items, batch_size=batch_size, report=report, progress=progress)
+        if progress:
+            progress("file", {"path": path, "documents": len(items)})
+    return report

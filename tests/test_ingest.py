@@ -1,0 +1,322 @@
+"""Ingestion on the real engine: formats, atomicity, idempotency, the document
+and keyword read APIs. Vectors come from the hashing embedder (fast, named
+explicitly); tests/test_ingest_model.py runs the real model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from amem_db.client import Memory
+from amem_db.connection import Target, close_quietly, open_connection
+from amem_db.db import call
+from amem_db.embedding import get_embedder
+from amem_db.errors import EmbeddingMismatch, InvalidInput, NotFound
+from amem_db.ingest import Item, doc_object, ingest_items
+from amem_db.migrator import Migrator
+from amem_db.parsing import parse
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "examples" / "sample-corpus"
+HASH = get_embedder("hash:384")
+
+
+@pytest.fixture(scope="module")
+async def mem(db):
+    m = Memory(db, embedder=HASH)
+    report = await m.documents.ingest_paths([SAMPLE])
+    m.sample_report = report
+    return m
+
+
+async def counts(conn) -> dict:
+    (row,) = await conn.query(
+        "RETURN { documents: count(SELECT id FROM document), chunks: count(SELECT id FROM chunk),"
+        " audio: count(SELECT id FROM audio_chunk), sections: count(SELECT id FROM section),"
+        " keywords: count(SELECT id FROM keyword), edges: count(SELECT id FROM knowledge_has_keyword),"
+        " links: count(SELECT id FROM document_link) }"
+    )
+    return row
+
+
+async def orphans(conn) -> dict:
+    (row,) = await conn.query(
+        "RETURN { chunks: count(SELECT id FROM chunk WHERE document.id = NONE),"
+        " sections: count(SELECT id FROM section WHERE document.id = NONE),"
+        " audio: count(SELECT id FROM audio_chunk WHERE document.id = NONE),"
+        " keywords: count(SELECT id FROM keyword WHERE count(<-knowledge_has_keyword) = 0),"
+        " wrong_counts: count(SELECT id FROM document WHERE chunk_count !="
+        "   count(SELECT id FROM chunk WHERE document = $parent.id) + count(SELECT id FROM audio_chunk WHERE document = $parent.id)) }"
+    )
+    return row
+
+
+# --- a mixed folder --------------------------------------------------------------------
+async def test_sample_folder_ingests_every_format(mem):
+    report = mem.sample_report
+    assert report.count("failed") == 0, report.failed
+    assert report.count("added") == len(report.results) == 10 + 50  # 10 files + 50 JSONL lines
+    mimes = {r.document.mime_type for r in report.results}
+    assert {"text/markdown", "text/html", "application/pdf", "text/vtt", "application/x-subrip",
+            "text/plain", "application/jsonl"} <= mimes
+    assert report.chunks > 60 and report.keywords > 60
+    assert await orphans(mem.conn) == {"chunks": 0, "sections": 0, "audio": 0, "keywords": 0, "wrong_counts": 0}
+
+
+async def test_transcripts_become_timed_audio_chunks(mem):
+    (vtt,) = [r for r in mem.sample_report.results if r.name.endswith(".vtt")]
+    page = await mem.documents.chunks(vtt.document.id, limit=500)
+    assert page.total == vtt.document.chunk_count > 0
+    starts = [c.startS for c in page.chunks]
+    assert all(s is not None for s in starts) and starts == sorted(starts)
+    assert all(c.endS >= c.startS for c in page.chunks)
+    (audio_vectors,) = await mem.conn.query("SELECT VALUE array::len(embedding) FROM audio_chunk WHERE document = type::record($d)",
+                                            {"d": vtt.document.id})
+    assert set(audio_vectors) == {384}
+
+
+async def test_chunk_text_is_the_document_slice(mem):
+    (md,) = [r for r in mem.sample_report.results if r.name.endswith("returns-policy.md")]
+    (rows,) = await mem.conn.query("SELECT text, char_start, char_end, section_heading FROM chunk WHERE document = type::record($d)",
+                                   {"d": md.document.id})
+    text = (SAMPLE / "returns-policy.md").read_text()
+    assert rows and all(text[r["char_start"]:r["char_end"]] == r["text"] for r in rows)
+    assert any(r["section_heading"] for r in rows)
+
+
+async def test_sections_and_summary_have_embeddings(mem):
+    (row,) = await mem.conn.query(
+        "RETURN { sections: count(SELECT id FROM section WHERE heading_embedding != NONE),"
+        " summaries: count(SELECT id FROM document WHERE summary_embedding != NONE),"
+        " keywords: count(SELECT id FROM keyword WHERE embedding != NONE) }")
+    assert row["sections"] > 10 and row["summaries"] == 60 and row["keywords"] > 60
+
+
+async def test_links_between_documents_are_recorded(mem):
+    (n,) = await mem.conn.query("RETURN count(SELECT id FROM document_link)")
+    assert n > 0
+    again = await mem.documents.recompute_links()
+    assert again["links"] == n
+
+
+# --- idempotency ------------------------------------------------------------------------
+async def test_unchanged_reingest_is_a_no_op(mem):
+    before = await counts(mem.conn)
+    report = await mem.documents.ingest_paths([SAMPLE])
+    assert report.count("unchanged") == 60 and report.embedded_texts == 0
+    assert await counts(mem.conn) == before
+
+
+async def test_changed_file_replaces_its_chunks_cleanly(mem, tmp_path):
+    f = tmp_path / "policy.md"
+    f.write_text("# Returns\n\nUnopened items may be returned within 30 days. Refund policy applies to all return requests.\n")
+    first = await mem.documents.ingest(f)
+    assert first.status == "added"
+    f.write_text("# Warranty\n\nThe warranty covers battery defects for two years. Warranty claims need a receipt.\n")
+    second = await mem.documents.ingest(f)
+    assert second.status == "replaced" and second.document.id == first.document.id
+    page = await mem.documents.chunks(first.document.id)
+    assert page.chunks and all("Warranty" in c.text or "warranty" in c.text for c in page.chunks)
+    assert await orphans(mem.conn) == {"chunks": 0, "sections": 0, "audio": 0, "keywords": 0, "wrong_counts": 0}
+    old_keywords = {k.normalised for k in first.document.keywords} - {k.normalised for k in second.document.keywords}
+    for k in old_keywords:  # a keyword only the old version had is gone with it
+        with pytest.raises(NotFound):
+            await mem.documents.keywords.get(k)
+
+
+# --- atomicity --------------------------------------------------------------------------
+async def test_wrong_vector_length_stores_nothing(db):
+    before = await counts(db)
+    doc = doc_object(parse(b"# A\n\nSome words about return policy and refunds.", name="a.md")[0], source="atomic-a")
+    prepared = await call(db, "fn::amem::documents::prepare", doc)
+    vectors = {"model": HASH.name, "chunks": [[0.1] * 383 for _ in prepared["chunks"]],
+               "audio": [], "keywords": [[0.1] * 384 for _ in prepared["keywords"]], "sections": [[0.1] * 384]}
+    with pytest.raises(EmbeddingMismatch, match="dimension 383"):
+        await call(db, "fn::amem::documents::ingest", doc, vectors)
+    vectors["chunks"] = vectors["chunks"][:-1] if len(vectors["chunks"]) > 1 else []
+    with pytest.raises(InvalidInput, match="vectors.chunks must hold"):
+        await call(db, "fn::amem::documents::ingest", doc, vectors)
+    assert await counts(db) == before
+
+
+async def test_other_model_is_refused(mem):
+    other = Memory(mem.conn, embedder=get_embedder("hash:384"))
+    other._embedder.name = "some-other-model"  # same dimension, different space
+    with pytest.raises(EmbeddingMismatch, match="some-other-model"):
+        await other.documents.ingest("A note about warranty claims.", source="other-model")
+
+
+async def test_engine_error_mid_write_leaves_no_partial_document(db):
+    # keyword_min_score of a wrong type fails inside ingest after validation started
+    before = await counts(db)
+    doc = {"text": "Refund policy details for unopened items.", "mime_type": "text/plain", "source": "x",
+           "scopes": ["org/ok", "not a valid path!"]}
+    with pytest.raises(InvalidInput, match="not a scope path"):
+        await call(db, "fn::amem::documents::ingest", doc, None)
+    assert await counts(db) == before
+
+
+@pytest.mark.parametrize("bad", [
+    {"text": ""}, {"text": 42}, "just a string", {"text": "x", "mime_type": "not a mime"},
+    {"text": "x", "title": 5}, {"text": "x", "segments": [{"start_s": 2, "end_s": 1, "char_start": 0, "char_end": 1}]},
+])
+async def test_bad_documents_are_refused_clearly(db, bad):
+    with pytest.raises(InvalidInput):
+        await call(db, "fn::amem::documents::ingest", bad, None)
+
+
+KILL_SCRIPT = textwrap.dedent("""
+    import asyncio, os, sys
+    sys.path.insert(0, {root!r})
+    from amem_db.connection import Target, open_connection
+    from amem_db.embedding import get_embedder
+    from amem_db.ingest import Item, ingest_items
+    async def main():
+        conn = await open_connection(Target({url!r}, "k", "k"))
+        emb = get_embedder("hash:384")
+        words = open({corpus!r}).read().split()
+        for i in range(10_000):
+            text = " ".join(words[(i * 997) % 5000:][:6000])
+            print("ingesting", i, flush=True)
+            await ingest_items(conn, emb, [Item(f"doc{{i}}", {{"text": text, "mime_type": "text/plain", "source": f"doc{{i}}"}})])
+    asyncio.run(main())
+""")
+
+
+async def test_killed_process_leaves_no_partial_document(tmp_path):
+    url = f"surrealkv://{tmp_path / 'killed'}"
+    conn = await open_connection(Target(url, "k", "k"))
+    await Migrator(conn).migrate()
+    await close_quietly(conn)
+    corpus = ROOT.parent / "shared" / "datasets" / "cranfield" / "corpus.jsonl"
+    if not corpus.exists():
+        corpus = SAMPLE / "scifact-sample.jsonl"
+    script = KILL_SCRIPT.format(root=str(ROOT), url=url, corpus=str(corpus))
+    rng = random.Random(7)
+    for attempt in range(3):
+        proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+        for _ in range(2 + attempt):  # let a few documents commit, then kill mid-way through the next
+            proc.stdout.readline()
+        time.sleep(rng.uniform(0.05, 0.6))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    conn = await open_connection(Target(url, "k", "k"))
+    try:
+        c = await counts(conn)
+        assert c["documents"] >= 2
+        assert await orphans(conn) == {"chunks": 0, "sections": 0, "audio": 0, "keywords": 0, "wrong_counts": 0}
+    finally:
+        await close_quietly(conn)
+
+
+# --- the read API ------------------------------------------------------------------------
+async def test_get_list_and_filters(mem):
+    page = await mem.documents.list(limit=5)
+    assert page.total >= 60 and len(page.documents) == 5
+    second = await mem.documents.list(limit=5, offset=5)
+    assert not {d["id"] for d in page.documents} & {d["id"] for d in second.documents}
+    pdfs = await mem.documents.list(mime_type="application/pdf")
+    assert pdfs.total == 1 and pdfs.documents[0]["mime_type"] == "application/pdf"
+    assert (await mem.documents.list(status="failed")).total == 0
+    doc = await mem.documents.get(pdfs.documents[0]["id"])
+    assert doc.title and doc.chunk_count > 0 and doc.keywords
+    assert await mem.documents.get("document:nope") is None
+    with pytest.raises(InvalidInput, match="status must be one of"):
+        await mem.documents.list(status="done")
+    with pytest.raises(InvalidInput, match="limit"):
+        await mem.documents.list(limit=10_000)
+
+
+async def test_chunks_are_paged_in_order(mem):
+    (jsonl_doc,) = [r for r in mem.sample_report.results if r.name.endswith("returns-policy.md")]
+    full = await mem.documents.chunks(jsonl_doc.document.id, limit=500)
+    assert [c.position for c in full.chunks] == list(range(full.total))
+    part = await mem.documents.chunks(jsonl_doc.document.id, limit=2, offset=1)
+    assert [c.id for c in part.chunks] == [c.id for c in full.chunks[1:3]]
+    with pytest.raises(NotFound):
+        await mem.documents.chunks("document:missing")
+
+
+async def test_delete_removes_everything_of_a_document(mem):
+    result = await mem.documents.ingest("Exchange policy: exchanges of opened items need the original receipt and box.",
+                                        source="to-delete")
+    doc_id = result.document.id
+    done = await mem.documents.delete(doc_id)
+    assert done["chunks"] == result.document.chunk_count
+    assert await mem.documents.get(doc_id) is None
+    assert await orphans(mem.conn) == {"chunks": 0, "sections": 0, "audio": 0, "keywords": 0, "wrong_counts": 0}
+    with pytest.raises(NotFound):
+        await mem.documents.delete(doc_id)
+
+
+async def test_reprocess_rebuilds_from_stored_text(mem):
+    (md,) = [r for r in mem.sample_report.results if r.name.endswith("warranty.md")]
+    before = await mem.documents.chunks(md.document.id, limit=500)
+    result = await mem.documents.reprocess(md.document.id)
+    assert result.status == "replaced"
+    after = await mem.documents.chunks(md.document.id, limit=500)
+    assert [(c.text, c.charStart) for c in after.chunks] == [(c.text, c.charStart) for c in before.chunks]
+
+
+async def test_unsupported_and_corrupt_files_are_reported_and_the_rest_goes_on(mem, tmp_path):
+    (tmp_path / "good.md").write_text("# Good\n\nA perfectly good note about refund windows.")
+    (tmp_path / "bad.pdf").write_bytes(b"%PDF-1.7 truncated")
+    (tmp_path / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(100))
+    report = await mem.documents.ingest_paths([tmp_path])
+    by_name = {Path(r.name).name: r for r in report.results}
+    assert by_name["good.md"].status == "added"
+    assert by_name["bad.pdf"].status == "failed" and "bad.pdf" in by_name["bad.pdf"].error
+    assert by_name["image.png"].status == "failed" and "image" in by_name["image.png"].error.lower()
+
+
+# --- keywords -----------------------------------------------------------------------------
+async def test_keywords_for_a_document_carry_edge_scores(mem):
+    (md,) = [r for r in mem.sample_report.results if r.name.endswith("returns-policy.md")]
+    result = await mem.documents.keywords.for_document(md.document.id)
+    assert 0 < len(result.keywords) <= 5
+    scores = [k.score for k in result.keywords]
+    assert scores == sorted(scores, reverse=True) and min(scores) >= 0.8
+
+
+async def test_keyword_list_counts_documents_and_sorts(mem):
+    page = await mem.documents.keywords.list(min_document_count=1, sort="-document_count", limit=500)
+    counts_ = [k.document_count for k in page.keywords]
+    assert counts_ == sorted(counts_, reverse=True)
+    (edges,) = await mem.conn.query("SELECT out.normalised AS n, count() AS c FROM knowledge_has_keyword GROUP BY n")
+    expected = {r["n"]: r["c"] for r in edges}
+    assert {k.normalised: k.document_count for k in page.keywords} == expected
+    multi = await mem.documents.keywords.list(min_document_count=2)
+    assert all(k.document_count >= 2 for k in multi.keywords)
+    by_text = await mem.documents.keywords.list(sort="text", limit=20)
+    assert [k.normalised for k in by_text.keywords] == sorted(k.normalised for k in by_text.keywords)
+    with pytest.raises(InvalidInput, match="sort must be one of"):
+        await mem.documents.keywords.list(sort="score")
+
+
+async def test_keyword_get_by_normalised_form(mem):
+    page = await mem.documents.keywords.list(limit=1)
+    top = page.keywords[0]
+    detail = await mem.documents.keywords.get(top.text.upper())
+    assert detail.normalised == top.normalised and detail.document_count == top.document_count
+    assert len(detail.documents) == detail.document_count
+    assert all(d.score >= 0.8 and d.id.startswith("document:") for d in detail.documents)
+    with pytest.raises(NotFound):
+        await mem.documents.keywords.get("no such keyword at all")
+
+
+async def test_keyword_search_returns_nearest_keywords(mem):
+    page = await mem.documents.keywords.list(limit=1, sort="text")
+    target = page.keywords[0].text
+    found = await mem.documents.keywords.search(target, k=3)
+    assert found.results[0].normalised == page.keywords[0].normalised
+    assert found.results[0].score == pytest.approx(1.0, abs=1e-4)
+    assert len(found.results) == 3
