@@ -79,6 +79,8 @@ async def test_transcripts_become_timed_audio_chunks(mem):
     starts = [c.startS for c in page.chunks]
     assert all(s is not None for s in starts) and starts == sorted(starts)
     assert all(c.endS >= c.startS for c in page.chunks)
+    (text,) = await mem.conn.query("SELECT VALUE text FROM ONLY type::record($d)", {"d": vtt.document.id})
+    assert all(text[c.charStart:c.charEnd] == c.text for c in page.chunks)
     (audio_vectors,) = await mem.conn.query("SELECT VALUE array::len(embedding) FROM audio_chunk WHERE document = type::record($d)",
                                             {"d": vtt.document.id})
     assert set(audio_vectors) == {384}
