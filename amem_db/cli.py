@@ -232,7 +232,7 @@ def serve(
 
 
 # --- entry point -----------------------------------------------------------------------
-from . import cli_documents  # noqa: E402,F401  (registers ingest, documents, keywords)
+from . import cli_documents, cli_query  # noqa: E402,F401  (register ingest, documents, keywords, query)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -24,6 +24,7 @@ from .models import (
     KeywordDetail,
     KeywordPage,
     KeywordSearch,
+    QueryResponse,
 )
 from .parsing import ParsedDocument, parse
 
@@ -132,6 +133,38 @@ class Documents:
         doc["force"] = True
         report = await ingest_items(self.mem.conn, self.mem.embedder, [Item(doc.get("source") or id, doc)])
         return report.results[0]
+
+    async def query(
+        self,
+        query: str,
+        *,
+        mode: str = "hybrid",
+        k: int = 10,
+        threshold: Optional[float] = None,
+        vector_weight: Optional[float] = None,
+        rrf_k: Optional[float] = None,
+        filter: Optional[dict] = None,
+        lens: Optional[list[list[str]]] = None,
+        expand_context: Optional[bool] = None,
+        graph_alpha: Optional[float] = None,
+        graph_depth: Optional[int] = None,
+        graph_edges: Optional[list[str]] = None,
+        expand_graph: Optional[bool] = None,
+        use_hyde: Optional[bool] = None,
+        decompose_query: Optional[bool] = None,
+        use_reranker: Optional[bool] = None,
+    ) -> QueryResponse:
+        """Ranked passages for ``query``: embeds it (unless mode is bm25), then ONE
+        round trip to ``fn::amem::documents::query``. Options and defaults as the spec."""
+        embedding = None if mode == "bm25" else await self.mem.embed_query(query)
+        opts = _clean({
+            "mode": mode, "k": k, "threshold": threshold, "vectorWeight": vector_weight, "rrfK": rrf_k,
+            "filter": filter, "lens": lens, "expandContext": expand_context, "graphAlpha": graph_alpha,
+            "graphDepth": graph_depth, "graphEdges": graph_edges, "expandGraph": expand_graph,
+            "useHyde": use_hyde, "decomposeQuery": decompose_query, "useReranker": use_reranker,
+            "embeddingModel": self.mem.embedder.name if embedding is not None else None,
+        })
+        return QueryResponse(**await call(self.mem.conn, "fn::amem::documents::query", query, embedding, opts))
 
     async def recompute_links(self) -> dict:
         return await call(self.mem.conn, "fn::amem::documents::recompute_links")

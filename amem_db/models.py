@@ -112,3 +112,29 @@ class KeywordMatch(_Model):
 
 class KeywordSearch(_Model):
     results: list[KeywordMatch]
+
+
+class Hit(_Model):
+    """A ranked passage: chunk {id, document, text, section, position, charStart, charEnd[, startS, endS]},
+    score in [0, 1], document {id, title, source}."""
+
+    chunk: dict[str, Any]
+    score: float
+    document: dict[str, Any]
+    graphEvidence: Optional[list[dict[str, Any]]] = None
+
+
+class ContextHit(_Model):
+    """A same-section sibling of a ranked hit (not counted against k)."""
+
+    chunk: dict[str, Any]
+    document: dict[str, Any]
+    expands: str
+
+
+class QueryResponse(_Model):
+    results: list[Hit]
+    contextHits: list[ContextHit] = []
+    queryMs: float = 0.0
+    trace: Optional[dict[str, Any]] = None
+    warnings: list[str] = []

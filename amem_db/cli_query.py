@@ -1,0 +1,80 @@
+"""`amem-db query`: one stored-function call, shown as a table or JSON."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from .cli import app, memory, out, print_json, run
+from .cli_documents import parse_lens
+
+
+def snippet(text: str, query: str, width: int = 220) -> str:
+    """The passage around the first query word, query words in bold (display only)."""
+    words = [w for w in re.findall(r"\w+", query.lower()) if len(w) > 2]
+    low = text.lower()
+    first = min((i for i in (low.find(w) for w in words) if i >= 0), default=0)
+    start = max(0, first - width // 3)
+    piece = ("…" if start else "") + text[start:start + width].replace("\n", " ") + ("…" if start + width < len(text) else "")
+    piece = escape(piece)
+    for w in sorted(set(words), key=len, reverse=True):
+        piece = re.sub(rf"(?i)\b({re.escape(w)}\w*)", r"[bold yellow]\1[/]", piece)
+    return piece
+
+
+@app.command()
+def query(
+    ctx: typer.Context,
+    text: str = typer.Argument(..., help="what to look for"),
+    mode: str = typer.Option("hybrid", "--mode", help="hybrid | vector | bm25 | hybrid_graph"),
+    k: int = typer.Option(10, "--k", help="answer size (max 50; larger is clamped)"),
+    threshold: Optional[float] = typer.Option(None, help="minimum cosine similarity of the vector leg"),
+    vector_weight: Optional[float] = typer.Option(None, "--vector-weight", help="weight of the vector leg in RRF, 0..1 (default 0.5)"),
+    rrf_k: Optional[float] = typer.Option(None, "--rrf-k", help="RRF smoothing constant (default 60, > 0)"),
+    mime_type: List[str] = typer.Option([], "--mime-type", help="only these MIME types (repeatable)"),
+    document_id: List[str] = typer.Option([], "--document-id", help="only these documents (repeatable)"),
+    lens: List[str] = typer.Option([], "--lens", help="scope lens: comma joins paths (AND), repeat for OR"),
+    no_context: bool = typer.Option(False, "--no-context", help="no same-section contextHits"),
+    graph_edges: Optional[str] = typer.Option(None, "--graph-edges", help="hybrid_graph signals, comma-separated"),
+    graph_alpha: Optional[float] = typer.Option(None, "--graph-alpha", help="hybrid_graph: weight of the graph score (default 0.3)"),
+    graph_depth: Optional[int] = typer.Option(None, "--graph-depth", help="hybrid_graph: hops (default 1)"),
+    expand_graph: bool = typer.Option(False, "--expand-graph", help="hybrid_graph: include matched keywords/entities"),
+    as_json: bool = typer.Option(False, "--json", help="the full response (results, contextHits, trace) as JSON"),
+) -> None:
+    """Search passages: hybrid (BM25 + vector, RRF) by default, one database round trip.
+
+    Example: amem-db query "return window for unopened items" --k 5
+    """
+    flt = {}
+    if mime_type:
+        flt["mimeType"] = mime_type
+    if document_id:
+        flt["documentIds"] = document_id
+
+    async def go() -> None:
+        async with memory(ctx) as mem:
+            response = await mem.documents.query(
+                text, mode=mode, k=k, threshold=threshold, vector_weight=vector_weight, rrf_k=rrf_k,
+                filter=flt or None, lens=parse_lens(lens), expand_context=False if no_context else None,
+                graph_edges=graph_edges.split(",") if graph_edges else None, graph_alpha=graph_alpha,
+                graph_depth=graph_depth, expand_graph=expand_graph or None)
+        if as_json:
+            return print_json(response)
+        table = Table("#", "score", "document", "section", "passage", show_lines=True)
+        for rank, hit in enumerate(response.results, 1):
+            c, d = hit.chunk, hit.document
+            where = c.get("section") or ""
+            if c.get("startS") is not None:
+                where = f"{c['startS']:.0f}s-{c['endS']:.0f}s"
+            table.add_row(str(rank), f"{hit.score:.3f}", escape(d.get("title") or d.get("source") or d["id"]), escape(where), snippet(c["text"], text))
+        out.print(table)
+        extra = f", {len(response.contextHits)} context passages" if response.contextHits else ""
+        out.print(f"{len(response.results)} results{extra} in {response.queryMs:.0f} ms ({mode})")
+        for w in response.warnings:
+            out.print(f"[yellow]note[/]: {w}")
+
+    run(go())
