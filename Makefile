@@ -13,10 +13,14 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e ".[test]"
 	touch $@
 
-# The main job on the embedded default (./.amem/data): migrate, then show what is there.
+# The main job on the embedded default (./.amem/data): migrate, ingest the
+# sample corpus (real offline model; a re-run finds it unchanged), query it.
 demo: install
 	$(BIN)/amem-db migrate
-	$(BIN)/amem-db status
+	$(BIN)/amem-db ingest examples/sample-corpus
+	$(BIN)/amem-db query "how long do I have to return an unopened keyboard?" --k 3
+	$(BIN)/amem-db query "MLWK3LL/A" --mode bm25 --k 3 --no-context
+	$(BIN)/amem-db keywords list --min-document-count 2 --limit 5
 
 test: install
 	$(BIN)/python -m pytest -q

@@ -16,7 +16,6 @@ import sys
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Optional
 
-import click
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -47,10 +46,11 @@ def _global(
     db: Optional[str] = typer.Option(None, "--db", help="database (env AMEM_DB, default main)"),
     user: Optional[str] = typer.Option(None, "--user", help="user to sign in as on a server (env AMEM_USER)"),
     password: Optional[str] = typer.Option(None, "--pass", help="password (env AMEM_PASS)"),
+    key: Optional[str] = typer.Option(None, "--key", help="NAME:SECRET from `amem-db grant`: connect as that scoped credential (env AMEM_KEY)"),
     embedder: Optional[str] = typer.Option(None, "--embedder", envvar="AMEM_EMBEDDER",
         help="embedding model: minilm (default), e5-small, or openai:URL:MODEL (env AMEM_EMBEDDER)"),
 ) -> None:
-    ctx.obj = {"url": url, "ns": ns, "db": db, "user": user, "password": password, "embedder": embedder}
+    ctx.obj = {"url": url, "ns": ns, "db": db, "user": user, "password": password, "key": key, "embedder": embedder}
 
 
 def target_of(ctx: typer.Context) -> Target:
@@ -239,12 +239,9 @@ def main(argv: list[str] | None = None) -> None:
     code = 0
     try:
         app(args=argv, standalone_mode=False)
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         code = exc.exit_code
-    except click.ClickException as exc:
-        exc.show()
-        code = exc.exit_code
-    except click.exceptions.Abort:
+    except typer.Abort:
         err.print("aborted")
         code = 130
     except AmemError as exc:
@@ -254,6 +251,20 @@ def main(argv: list[str] | None = None) -> None:
         code = 130
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
+    except Exception as exc:
+        # usage errors (typer vendors click: typer._click.exceptions.UsageError)
+        if hasattr(exc, "show") and hasattr(exc, "exit_code"):
+            exc.show()
+            code = exc.exit_code
+        elif os.environ.get("AMEM_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+            code = 1
+        else:
+            first = (str(exc).strip().splitlines() or [""])[0]
+            err.print(f"[red]error[/] ({type(exc).__name__}): {first} (AMEM_DEBUG=1 shows the traceback)", highlight=False)
+            code = 1
     # Skip interpreter teardown: the native engine can abort there (rc 134).
     sys.stdout.flush()
     sys.stderr.flush()
