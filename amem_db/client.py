@@ -11,7 +11,7 @@ import asyncio
 from pathlib import Path
 from typing import Any, Optional
 
-from .connection import Target, close_quietly, open_connection, resolve_target
+from .connection import WAL_REOPEN_BYTES, Target, close_quietly, open_connection, resolve_target, wal_bytes
 from .db import call
 from .errors import InvalidInput, error_for
 from .ingest import IngestReport, Item, doc_object, ingest_items, ingest_paths, items_from_file
@@ -62,6 +62,14 @@ class Memory:
             self._embedder = CachedEmbedder(get_embedder(self._embedder_spec))
         return self._embedder
 
+    async def reopen_if_wal_full(self) -> Any:
+        """Close and reopen an embedded surrealkv database whose write-ahead log
+        nears the size at which 3.2.4 hangs (docs/BACKENDS.md); returns the connection."""
+        if self.target is not None and self.target.embedded and wal_bytes(self.target.url) > WAL_REOPEN_BYTES:
+            await close_quietly(self.conn)
+            self.conn = await open_connection(self.target)
+        return self.conn
+
     async def embed_query(self, text: str) -> list[float]:
         return await asyncio.to_thread(self.embedder.embed_query, text)
 
@@ -110,7 +118,8 @@ class Documents:
 
     async def ingest_paths(self, paths: list[str | Path], *, progress: Any = None, **kw: Any) -> IngestReport:
         """Ingest files and folders (recursively); per-file failures are reported, not raised."""
-        return await ingest_paths(self.mem.conn, self.mem.embedder, paths, progress=progress, **kw)
+        return await ingest_paths(self.mem.conn, self.mem.embedder, paths, progress=progress,
+                                  after_batch=self.mem.reopen_if_wal_full, **kw)
 
     async def get(self, id: str) -> Optional[Document]:
         row = await call(self.mem.conn, "fn::amem::documents::get", id)

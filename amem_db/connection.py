@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
-from urllib.parse import urlparse
 
 from surrealdb import AsyncSurreal
 
@@ -30,9 +29,15 @@ EMBEDDED_SCHEMES = ("mem", "memory", "surrealkv", "surrealkv+versioned", "file")
 REMOTE_SCHEMES = ("ws", "wss", "http", "https")
 
 DEFAULT_DATA_DIR = Path(".amem") / "data"
-# surrealkv with versions kept: time travel (`SELECT ... VERSION d'...'`) needs
-# it, and the backend soak test (docs/BACKENDS.md) chose it as the default.
-DEFAULT_SCHEME = "surrealkv+versioned"
+# Chosen by the soak test (docs/BACKENDS.md): file:// is surrealkv under another
+# name and rocksdb is not in this build; versioned surrealkv (time travel) costs
+# ~35% more disk, so it is opt-in: --url surrealkv+versioned://PATH.
+DEFAULT_SCHEME = "surrealkv"
+
+# surrealkv on 3.2.4 hangs once ~1.7 GB of write-ahead log accumulates in one
+# open (docs/BACKENDS.md, docs/ENGINE-ISSUES.md #8); closing flushes it. Bulk
+# ingest reopens the engine when the WAL passes this size.
+WAL_REOPEN_BYTES = 700 * 1024 * 1024
 DEFAULT_NS = "amem"
 DEFAULT_DB = "main"
 
@@ -48,6 +53,9 @@ class Target:
     db: str = DEFAULT_DB
     user: str | None = None
     password: str | None = None
+    # NAME:SECRET from `amem-db grant`: sign in as that record user of the
+    # `amem` record access (scoped reads/writes enforced by the database)
+    key: str | None = field(default=None, repr=False)
 
     @property
     def scheme(self) -> str:
@@ -75,11 +83,12 @@ def resolve_target(
     db: str | None = None,
     user: str | None = None,
     password: str | None = None,
+    key: str | None = None,
     *,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
 ) -> Target:
-    """Options win over ``AMEM_URL/NS/DB/USER/PASS``, which win over defaults."""
+    """Options win over ``AMEM_URL/NS/DB/USER/PASS/KEY``, which win over defaults."""
     env = os.environ if env is None else env
     target = Target(
         url=url or env.get("AMEM_URL") or default_url(cwd),
@@ -87,6 +96,7 @@ def resolve_target(
         db=db or env.get("AMEM_DB") or DEFAULT_DB,
         user=user or env.get("AMEM_USER") or None,
         password=password or env.get("AMEM_PASS") or None,
+        key=key or env.get("AMEM_KEY") or None,
     )
     check_scheme(target.url)
     return target
@@ -122,18 +132,41 @@ def check_engine_version(text: str) -> tuple[int, int, int]:
 
 
 def _ensure_data_dir(url: str) -> None:
-    scheme, _, rest = url.partition("://")
-    if scheme in ("surrealkv", "surrealkv+versioned", "file") and rest:
-        path = Path(urlparse(url).path if rest.startswith("/") else rest.split("?")[0])
+    path = data_path(url)
+    if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
+
+
+def data_path(url: str) -> Path | None:
+    """The folder of an on-disk embedded database, else None."""
+    scheme, _, rest = url.partition("://")
+    if scheme not in ("surrealkv", "surrealkv+versioned", "file") or not rest:
+        return None
+    return Path(rest.split("?")[0])
+
+
+def wal_bytes(url: str) -> int:
+    path = data_path(url)
+    if path is None or not (path / "wal").is_dir():
+        return 0
+    return sum(f.stat().st_size for f in (path / "wal").iterdir() if f.is_file())
+
+
+def _holder_pid(url: str) -> str:
+    path = data_path(url)
+    try:
+        pid = (path / "LOCK").read_text().strip() if path else ""
+    except OSError:
+        pid = ""
+    return f" (pid {pid})" if pid.isdigit() else ""
 
 
 def _open_error(target: Target, exc: BaseException) -> Exception:
     text = str(exc)
     low = text.lower()
-    if "lock" in low and ("locked" in low or "already" in low):
+    if "already locked" in low or ("lock" in low and "locked" in low):
         return DatabaseInUse(
-            f"the embedded database {target.url} is in use by another process: "
+            f"the embedded database {target.url} is in use by another process{_holder_pid(target.url)}: "
             "stop that process, or run a server (`surreal start`) and connect "
             "both through it with --url ws://..."
         )
@@ -159,7 +192,9 @@ async def open_connection(target: Target) -> Any:
     except Exception as exc:  # the SDK raises many transport types; one message each
         raise _open_error(target, exc) from exc
     try:
-        if not target.embedded and target.user:
+        if target.key:
+            await _signin_key(conn, target)
+        elif not target.embedded and target.user:
             try:
                 await conn.signin({"username": target.user, "password": target.password or ""})
             except Exception as exc:
@@ -173,6 +208,22 @@ async def open_connection(target: Target) -> Any:
         await close_quietly(conn)
         raise
     return conn
+
+
+async def _signin_key(conn: Any, target: Target) -> None:
+    """Sign in as a record user of the `amem` access: every read and write of
+    this connection is then limited by the table PERMISSIONS (surql/050)."""
+    name, sep, secret = (target.key or "").partition(":")
+    if not sep or not name or not secret:
+        raise AuthenticationFailed("a key is NAME:SECRET as printed by `amem-db grant` (--key or AMEM_KEY)")
+    try:
+        await conn.signin({"access": "amem", "namespace": target.ns, "database": target.db,
+                           "variables": {"name": name, "key": secret}})
+    except Exception as exc:
+        raise AuthenticationFailed(
+            f"signing in to {target.describe()} with key {name!r} failed ({str(exc).splitlines()[0]}): "
+            "the key is wrong or revoked, or the database is not migrated (amem-db migrate)"
+        ) from exc
 
 
 async def close_quietly(conn: Any) -> None:

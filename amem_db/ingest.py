@@ -9,7 +9,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Awaitable, Callable, Iterable, Iterator
 
 from .db import call_each
 from .errors import from_thrown
@@ -126,7 +126,9 @@ async def ingest_items(
     batch_size: int = 16,
     report: IngestReport | None = None,
     progress: Progress | None = None,
+    after_batch: Callable[[], Awaitable[Any]] | None = None,
 ) -> IngestReport:
+    """``after_batch`` may hand back a new connection (see Memory.reopen_if_wal_full)."""
     report = report or IngestReport()
     started = time.perf_counter()
     for i in range(0, len(items), batch_size):
@@ -179,6 +181,8 @@ async def ingest_items(
             report.results.append(result)
             if progress:
                 progress("document", {"result": result, "chunks": report.chunks})
+        if after_batch is not None:
+            conn = await after_batch()
     report.seconds += time.perf_counter() - started
     return report
 
@@ -194,6 +198,7 @@ async def ingest_paths(
     mime_type: str | None = None,
     batch_size: int = 16,
     progress: Progress | None = None,
+    after_batch: Callable[[], Awaitable[Any]] | None = None,
 ) -> IngestReport:
     """Ingest files and folders; a file that cannot be parsed is reported, the rest go on."""
     report = IngestReport()
@@ -211,7 +216,10 @@ async def ingest_paths(
             continue
         if progress:
             progress("documents", {"total": len(items)})
-        await ingest_items(conn, embedder, items, batch_size=batch_size, report=report, progress=progress)
+        await ingest_items(conn, embedder, items, batch_size=batch_size, report=report, progress=progress,
+                           after_batch=after_batch)
+        if after_batch is not None:
+            conn = await after_batch()
         if progress:
             progress("file", {"path": path, "documents": len(items)})
     return report

@@ -11,7 +11,7 @@ from amem_db.errors import EngineTooOld, UnknownUrlScheme
 def test_default_is_a_project_local_embedded_database(tmp_path):
     t = resolve_target(env={}, cwd=tmp_path)
     assert t.embedded
-    assert t.url == f"surrealkv+versioned://{(tmp_path / '.amem' / 'data').resolve()}"
+    assert t.url == f"surrealkv://{(tmp_path / '.amem' / 'data').resolve()}"
     assert (t.ns, t.db, t.user) == ("amem", "main", None)
 
 

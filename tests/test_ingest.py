@@ -322,3 +322,21 @@ async def test_keyword_search_returns_nearest_keywords(mem):
     assert found.results[0].normalised == page.keywords[0].normalised
     assert found.results[0].score == pytest.approx(1.0, abs=1e-4)
     assert len(found.results) == 3
+
+
+async def test_bulk_ingest_reopens_surrealkv_before_its_wal_hangs(tmp_path, monkeypatch):
+    # surrealkv 3.2.4 hangs at ~1.7 GB of WAL in one open (docs/ENGINE-ISSUES.md #8):
+    # with the threshold at 0 every batch reopens, and nothing is lost.
+    import amem_db.client as client_module
+
+    monkeypatch.setattr(client_module, "WAL_REOPEN_BYTES", 0)
+    target = Target(f"surrealkv://{tmp_path / 'wal'}", "w", "w")
+    mem = Memory(await open_connection(target), embedder=HASH, target=target)
+    try:
+        await Migrator(mem.conn).migrate()
+        first = mem.conn
+        report = await mem.documents.ingest_paths([SAMPLE / "scifact-sample.jsonl"], batch_size=10)
+        assert report.count("added") == 50 and mem.conn is not first
+        assert (await counts(mem.conn))["documents"] == 50
+    finally:
+        await mem.close()
