@@ -18,6 +18,7 @@ concurrent migrator.
 
 from __future__ import annotations
 
+import asyncio
 import getpass
 import hashlib
 import json
@@ -303,7 +304,7 @@ class Migrator:
             return plan
         if plan.up_to_date:
             return plan
-        await self.conn.query(BOOTSTRAP)
+        await self._bootstrap()
         if force_unlock:
             await self.unlock()
         await self._lock()
@@ -347,20 +348,36 @@ class Migrator:
 
     # --- the lock -------------------------------------------------------------
     async def _lock(self) -> None:
-        raw = await self.conn.query_raw(
-            f"CREATE {LOCK_ID} CONTENT {{ holder: $holder, acquired_at: time::now() }} RETURN NONE",
-            {"holder": self.holder},
-        )
-        stmt = (raw.get("result") or [{}])[0]
-        if stmt.get("status") == "OK":
-            return
-        current = await self.lock_holder()
-        if current is None:  # released between our CREATE and the read: try once more
-            return await self._lock()
-        raise MigrationLocked(
-            f"another migrate holds the lock: {current['holder']} since {current['acquired_at']}. "
-            "Wait for it; if that process is gone, run `amem-db migrate --force-unlock`."
-        )
+        # Two concurrent CREATEs of the lock record can also fail as a write
+        # conflict (neither committed yet): look again, a few times, briefly.
+        for attempt in range(10):
+            raw = await self.conn.query_raw(
+                f"CREATE {LOCK_ID} CONTENT {{ holder: $holder, acquired_at: time::now() }} RETURN NONE",
+                {"holder": self.holder},
+            )
+            stmt = (raw.get("result") or [{}])[0]
+            if stmt.get("status") == "OK":
+                return
+            current = await self.lock_holder()
+            if current is not None:
+                raise MigrationLocked(
+                    f"another migrate holds the lock: {current['holder']} since {current['acquired_at']}. "
+                    "Wait for it; if that process is gone, run `amem-db migrate --force-unlock`."
+                )
+            await asyncio.sleep(0.05 * (attempt + 1))
+        raise MigrationLocked("could not take the migrate lock (the engine kept reporting write conflicts); try again")
+
+    async def _bootstrap(self) -> None:
+        """Define the bookkeeping tables; concurrent migrators may conflict here: retry."""
+        for attempt in range(10):
+            raw = await self.conn.query_raw(BOOTSTRAP)
+            message = _root_cause(raw) or (_error_text(raw["error"]) if raw.get("error") else None)
+            if message is None:
+                return
+            if "conflict" not in message.lower():
+                raise MigrationError(f"could not create the migrator's bookkeeping tables: {message}")
+            await asyncio.sleep(0.05 * (attempt + 1))
+        raise MigrationError("could not create the migrator's bookkeeping tables: repeated write conflicts; try again")
 
     async def lock_holder(self) -> dict | None:
         if "amem_lock" not in await self._tables():

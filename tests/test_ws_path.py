@@ -56,9 +56,10 @@ async def test_bad_credentials_are_one_clear_error(dev_server_url):
     assert code == 1 and len(err.strip().splitlines()) == 1 and "signing in" in err
 
 
-async def test_concurrent_migrates_cannot_interleave(dev_server_url):
+@pytest.mark.parametrize("round_", range(3))
+async def test_concurrent_migrates_cannot_interleave(dev_server_url, round_):
     ns = unique_name("race")
-    conns = [await open_connection(ws_target(dev_server_url, ns)) for _ in range(3)]
+    conns = [await open_connection(ws_target(dev_server_url, ns)) for _ in range(4)]
     try:
         outcomes = await asyncio.gather(*(Migrator(c).migrate() for c in conns), return_exceptions=True)
         errors = [o for o in outcomes if isinstance(o, Exception)]
