@@ -132,7 +132,26 @@ def from_thrown(text: str) -> AmemError | None:
     return error_for(m["code"], m["message"].strip())
 
 
+# The engine's own refusal to run a function (DEFINE FUNCTION ... PERMISSIONS,
+# e.g. an admin function called with a scoped key) is a permission error too.
+_FN_DENIED = re.compile(r"You don't have permission to run the (fn::[\w:]+) function")
+_BAD_ARGUMENT = re.compile(r"Incorrect arguments for function (?P<fn>fn::amem::[\w:]+)\(\)\. (?P<why>.*)", re.S)
+_BAD_FIELD = re.compile(r"Couldn't coerce value for field `[^`]+` of `[^`]*`: .*", re.S)
+
+
 def from_engine_error(exc: BaseException) -> BaseException:
     """Return the typed amem error for an engine/SDK exception, else ``exc``."""
-    typed = from_thrown(str(exc))
+    text = str(exc)
+    typed = from_thrown(text)
+    if typed is None and (m := _FN_DENIED.search(text)):
+        typed = PermissionDenied(f"this credential may not call {m[1]} (admin only: root, or a key granted --admin)")
+    if typed is None and (m := _BAD_ARGUMENT.search(text)):
+        # the engine checked a declared parameter type of one of our functions
+        typed = InvalidInput(f"{m['fn']}: {m['why'].strip()}")
+    if typed is None and "RecursionLimitExceeded" in text:
+        # the engine refuses to decode a request nested too deeply (before any function runs)
+        typed = InvalidInput("the request nests lists/objects too deeply for the database to decode; flatten the input")
+    if typed is None and (m := _BAD_FIELD.search(text)):
+        # a value the schema refuses (the statement, and its transaction, did not happen)
+        typed = InvalidInput(f"the database refused a value: {m[0].strip()}")
     return typed if typed is not None else exc

@@ -340,3 +340,12 @@ async def test_bulk_ingest_reopens_surrealkv_before_its_wal_hangs(tmp_path, monk
         assert (await counts(mem.conn))["documents"] == 50
     finally:
         await mem.close()
+
+
+async def test_ingested_chunks_are_found_by_the_hnsw_leg(mem):
+    # HNSW skips array/object record ids (docs/ENGINE-ISSUES.md #9): ingested ids must be strings
+    (md,) = [r for r in mem.sample_report.results if r.name.endswith("returns-policy.md")]
+    page = await mem.documents.chunks(md.document.id, limit=1)
+    response = await mem.documents.query(page.chunks[0].text, mode="vector", k=3, threshold=-1)
+    assert response.trace["legs"]["vector"]["tables"]["chunk"]["strategy"] == "hnsw"
+    assert response.results and response.results[0].chunk["id"] == page.chunks[0].id

@@ -325,7 +325,7 @@ async def test_defaults_and_response_shape(db, corpus):
 
 
 @pytest.mark.parametrize("opts, code, needle", [
-    ({"mode": "hybrid_graph"}, "not_implemented", "mode hybrid_graph arrives with graph reranking; use hybrid"),
+    ({"mode": "hybrid_graph", "graphEdges": ["bogus"]}, "invalid_input", "graphEdges holds bogus"),
     ({"mode": "fuzzy"}, "invalid_input", "mode must be one of hybrid (default), vector, bm25"),
     ({"mode": 3}, "invalid_input", "mode must be one of"),
     ({"k": 0}, "invalid_input", "k must be a whole number >= 1"),

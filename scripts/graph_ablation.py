@@ -1,0 +1,103 @@
+"""hybrid_graph ablation and latency on a shared collection (docs/GRAPH.md).
+
+    python scripts/graph_ablation.py /work/shared/datasets/cisi --url surrealkv:///tmp/cisi-copy \
+        --limit-queries 26 --out results/graph-ablation/cisi.json
+
+Runs hybrid, hybrid_graph with every signal on, and hybrid_graph with each
+signal off in turn (graphEdges = all minus one), and reports nDCG@10 per run
+(document-level, through amem_db.evaluation) plus p50/p95 engine latency
+(queryMs) for hybrid and hybrid_graph at graphDepth 1 and 2.
+
+--url points at an already ingested database (e.g. a copy of the eval
+harness's cached results/.db/<dataset>-<key>); without it the collection is
+ingested into mem:// (or --db-dir) first (slow: minutes per thousand documents here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from amem_db import evaluation as ev  # noqa: E402
+from amem_db.client import Memory  # noqa: E402
+from amem_db.connection import Target, close_quietly, open_connection  # noqa: E402
+from amem_db.embedding import CachedEmbedder, get_embedder  # noqa: E402
+from amem_db.migrator import Migrator  # noqa: E402
+
+KINDS = ["knowledge_has_keyword", "mentions", "relation", "section_match", "document_link", "document_summary", "pagerank"]
+
+
+def pct(values, p):
+    return ev.percentile(values, p) if values else float("nan")
+
+
+async def run(mem, ds, label, **opts):
+    rankings, lat = {}, []
+    for qid, text in ds.queries.items():
+        resp = await mem.documents.query(text, k=10, **opts)
+        rankings[qid] = ev.document_ranking(resp.results)
+        lat.append(float(resp.queryMs))
+    scores = ev.evaluate(ds.qrels, rankings, ["ndcg@10"])
+    ndcg = scores.get("ndcg@10") if isinstance(scores, dict) else None
+    row = {"run": label, "ndcg@10": ndcg, "p50_ms": pct(lat, 50), "p95_ms": pct(lat, 95), "queries": len(lat)}
+    print(json.dumps(row), flush=True)
+    return row
+
+
+async def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dataset")
+    ap.add_argument("--url")
+    ap.add_argument("--embedder", default=None)
+    ap.add_argument("--db-dir", help="ingest into (or reuse) surrealkv://DB_DIR/<dataset>-<key> instead of mem://")
+    ap.add_argument("--limit-queries", type=int, default=None)
+    ap.add_argument("--ablate", default=",".join(KINDS), help="signals to switch off one at a time")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    ds = ev.load_dataset(a.dataset, limit_queries=a.limit_queries)
+    embedder = CachedEmbedder(get_embedder(a.embedder))
+    if a.url:
+        conn = await open_connection(Target(url=a.url, ns="amem", db="eval"))
+        await Migrator(conn).migrate()
+        await conn.query("DELETE retrieval_trace")
+        mem = Memory(conn, embedder=embedder)
+    else:
+        if a.db_dir:
+            prepared = await ev.prepare_database(ds, embedder, db_dir=Path(a.db_dir))
+        else:
+            prepared = await ev.prepare_database(ds, embedder, url="mem://")
+        mem, conn = prepared.mem, prepared.mem.conn
+    rows = []
+    try:
+        # warm-up (embedder, caches)
+        for text in list(ds.queries.values())[:3]:
+            await mem.documents.query(text, mode="hybrid_graph")
+        rows.append(await run(mem, ds, "hybrid", mode="hybrid"))
+        rows.append(await run(mem, ds, "hybrid_graph all (depth 1)", mode="hybrid_graph", graph_edges=KINDS))
+        rows.append(await run(mem, ds, "hybrid_graph all (depth 2)", mode="hybrid_graph", graph_edges=KINDS, graph_depth=2))
+        for kind in [k for k in a.ablate.split(",") if k]:
+            rows.append(await run(mem, ds, f"hybrid_graph -{kind}", mode="hybrid_graph",
+                                  graph_edges=[k for k in KINDS if k != kind]))
+        for kind in ["knowledge_has_keyword", "document_summary", "pagerank"]:
+            rows.append(await run(mem, ds, f"hybrid_graph only {kind}", mode="hybrid_graph", graph_edges=[kind]))
+        rows.append(await run(mem, ds, "hybrid_graph default", mode="hybrid_graph"))
+    finally:
+        if a.out:
+            Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(a.out).write_text(json.dumps({"dataset": ds.name, "queries": len(ds.queries), "rows": rows}, indent=2))
+        await close_quietly(conn)
+    return 0
+
+
+if __name__ == "__main__":
+    code = asyncio.run(main())
+    sys.stdout.flush()
+    os._exit(code)

@@ -1,0 +1,367 @@
+"""Scopes enforced by the database: two tenants with near-identical corpora,
+tenant A's credential over the dev server (one engine session per connection),
+and every retrieval path, keyword API, trace and raw SurrealQL checked for
+tenant B's ids, text, counts and scores. docs/SECURITY.md quotes the counts."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import sys
+
+import pytest
+import pytest_asyncio
+
+from amem_db import access
+from amem_db.connection import Target, close_quietly, open_connection
+from amem_db.db import call
+from amem_db.embedding import get_embedder
+from amem_db.errors import AmemError, AuthenticationFailed, NotFound, NotImplementedMode, PermissionDenied
+from amem_db.ingest import Item, ingest_items
+from amem_db.migrator import Migrator
+from devserver_fixture import ROOT_PASSWORD, ROOT_USER, dev_server, unique_name  # noqa: F401
+
+N_DOCS = 24  # per tenant
+WORDS = ("return policy refund window unopened items shipping rates invoice warranty claim battery "
+         "replacement courier tracking customs duty exchange voucher loyalty points").split()
+TABLES = ["document", "section", "chunk", "audio_chunk", "keyword", "knowledge_has_keyword", "document_link",
+          "entity", "attribute", "relation", "mentions"]
+
+
+def corpus(tenant: str) -> list[Item]:
+    """The same documents in both tenants; only a marker word differs (`asecretN` / `bsecretN`)."""
+    rnd = random.Random(7)
+    items = []
+    for i in range(N_DOCS):
+        body = []
+        for s in range(2):
+            paras = [" ".join(rnd.choice(WORDS) for _ in range(70)) + f" {tenant}secret{i}." for _ in range(3)]
+            body.append(f"## Part {s}\n\n" + "\n\n".join(paras))
+        text = f"# Policy {i}\n\n" + "\n\n".join(body) + f"\n\nSee [next](doc{(i + 1) % N_DOCS}.md)."
+        team = "/team/support" if i % 3 == 0 else ""
+        items.append(Item(f"{tenant}{i}", {
+            "text": text, "mime_type": "text/markdown", "title": f"Policy {i} {tenant}secret{i}",
+            "source": f"doc{i}.md", "scopes": [f"org/{tenant}{team}"],
+            "sections": _sections(text), "links": [{"href": f"doc{(i + 1) % N_DOCS}.md", "text": "next"}],
+        }))
+    return items
+
+
+def _sections(text: str) -> list[dict]:
+    starts = [i for i in range(len(text)) if text.startswith("## ", i)]
+    out = []
+    for n, st in enumerate(starts):
+        end = starts[n + 1] if n + 1 < len(starts) else len(text)
+        out.append({"heading": text[st + 3: text.index("\n", st)], "char_start": st, "char_end": end, "level": 2})
+    return out
+
+
+def dump(value) -> str:
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
+class World:
+    pass
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def world(dev_server):  # noqa: F811
+    w = World()
+    w.ns = unique_name("sec")
+    w.url = dev_server.ws_url
+    w.root = await open_connection(Target(url=w.url, ns=w.ns, db="test", user=ROOT_USER, password=ROOT_PASSWORD))
+    await Migrator(w.root).migrate()
+    w.keys = {}
+    for name, kw in {"tenant-a": dict(read=[], write=["org/a"]), "tenant-b": dict(read=[], write=["org/b"]),
+                     "reader-a-team": dict(read=["org/a/team"], write=[]),
+                     "admin-a": dict(read=["org/a"], write=[], admin=True),
+                     "doomed": dict(read=["org/a"], write=["org/a"])}.items():
+        _, w.keys[name] = await access.grant(w.root, name, **kw)
+    w.conns = {n: await open_connection(Target(url=w.url, ns=w.ns, db="test", key=k)) for n, k in w.keys.items()}
+    w.A, w.B = w.conns["tenant-a"], w.conns["tenant-b"]
+    w.emb = get_embedder("hash:384")
+    (w.a_caller,) = await w.A.query("RETURN <string> $auth.id")  # the engine's spelling: amem_principal:`tenant-a`
+    for conn, t in ((w.A, "a"), (w.B, "b")):
+        report = await ingest_items(conn, w.emb, corpus(t))
+        assert [r.status for r in report.results] == ["added"] * N_DOCS, [r.error for r in report.results]
+    # what belongs to B, seen by root
+    (w.b_docs, w.a_docs) = await w.root.query(
+        "SELECT VALUE record::id(id) FROM document WHERE scope_keys CONTAINS 'org/b';"
+        "SELECT VALUE record::id(id) FROM document WHERE scope_keys CONTAINS 'org/a';")
+    assert len(w.b_docs) == N_DOCS and len(w.a_docs) == N_DOCS
+    (b_gens,) = await w.root.query("SELECT VALUE record::id(id)[1] FROM chunk WHERE scope_keys CONTAINS 'org/b'")
+    w.b_markers = set(w.b_docs) | set(b_gens)
+    w.counts = {"queries": 0, "checks": 0}
+    yield w
+    for c in w.conns.values():
+        await close_quietly(c)
+    await close_quietly(w.root)
+
+
+def assert_no_b(w: World, value, *, allow_scope_names: bool = False, own: str = "") -> None:
+    """`own`: the caller's own input (a query naming bsecret3 is echoed in its trace)."""
+    text = dump(value)
+    for word in sorted(own.split(), key=len, reverse=True):
+        text = text.replace(word, "")
+    w.counts["checks"] += 1
+    assert "bsecret" not in text, "tenant B text leaked"
+    for m in w.b_markers:
+        if m in text:
+            pytest.fail(f"tenant B id {m} leaked: ...{text[max(0, text.index(m) - 200): text.index(m) + 80]}...")
+        w.counts["checks"] += 1
+    if not allow_scope_names:
+        assert "org/b" not in text, "tenant B scope name leaked"
+
+
+# --- the leak test -------------------------------------------------------------------
+LENSES = [None, [["org/a"]], [["org/b"]], [["org"]], [["org/a/team"]], [["org/a"], ["org/b"]], [["org/b", "org/a"]],
+          [["org/a/team/support"]], [["org/b/team/support"], ["org/a"]]]
+
+
+async def test_leak_randomised_queries(world):
+    w = world
+    rnd = random.Random(2026)
+    modes = ["bm25", "vector", "hybrid"]
+    try:
+        await call(w.A, "fn::amem::documents::query", "return policy", w.emb.embed_query("return policy"), {"mode": "hybrid_graph"})
+        modes.append("hybrid_graph")
+    except NotImplementedMode:
+        pass
+    a_hits = 0
+    w.timing = {}
+    for n in range(int(__import__("os").environ.get("AMEM_LEAK_N", 240))):
+        words = rnd.sample(WORDS, rnd.randint(1, 4)) + rnd.choice([[], [f"bsecret{rnd.randrange(N_DOCS)}"], [f"asecret{rnd.randrange(N_DOCS)}"]])
+        q = " ".join(words)
+        mode = "hybrid_graph" if "hybrid_graph" in modes and n % 8 == 7 else modes[n % 3]
+        lens = rnd.choice(LENSES)
+        opts = {"mode": mode, "k": rnd.choice([1, 5, 10, 50, 80]), "threshold": rnd.choice([-1, 0, 0.2, 0.5]),
+                "expandContext": rnd.random() < 0.8}
+        if lens is not None:
+            opts["lens"] = lens
+        r = rnd.random()
+        if r < 0.3:  # documentIds mixing both tenants: the exact vector path, under permissions
+            ids = rnd.sample(w.a_docs, 3) + rnd.sample(w.b_docs, 3)
+            opts["filter"] = {"documentIds": [f"document:{i}" for i in ids]}
+        elif r < 0.45:
+            opts["filter"] = {"mimeType": ["text/markdown"]}
+        if mode == "hybrid":
+            opts["vectorWeight"] = rnd.choice([0.2, 0.5, 0.8])
+        emb = None if mode == "bm25" else w.emb.embed_query(q)
+        own = q + " " + " ".join((opts.get("filter") or {}).get("documentIds", []))  # A's own input, echoed in the trace
+        try:
+            res = await call(w.A, "fn::amem::documents::query", q, emb, opts)
+        except AmemError as exc:  # a typed refusal is fine; it must not leak either
+            assert_no_b(w, str(exc), allow_scope_names=True, own=own)
+            continue
+        w.counts["queries"] += 1
+        w.timing.setdefault(mode, []).append((res["queryMs"],))
+        a_hits += len(res["results"])
+        lens_mentions_b = lens is not None and any("org/b" in p for c in lens for p in c)
+        assert_no_b(w, res, allow_scope_names=lens_mentions_b, own=own)
+        for hit in res["results"] + res["contextHits"]:
+            assert hit["chunk"]["document"].split(":", 1)[1] in w.a_docs
+        if lens is not None and all(any(p.startswith("org/b") for p in c) for c in lens):
+            assert res["results"] == [] and res["contextHits"] == []
+        assert res["trace"]["caller"] == w.a_caller
+    # the traces A can read are its own, and hold nothing of B
+    (traces,) = await w.A.query("SELECT * FROM retrieval_trace")
+    assert len(traces) >= w.counts["queries"] and {t["caller"] for t in traces} == {w.a_caller}
+    for t in traces:
+        mine = dump(t["hits"]) + dump(t["legs"])
+        for word in t["query"].split():
+            mine = mine.replace(word, "")
+        assert "bsecret" not in mine and not any(m in mine for m in w.b_markers)
+    (b_traces,) = await w.B.query("SELECT count() FROM retrieval_trace GROUP ALL")
+    assert b_traces in ([], [{"count": 0}])
+    assert a_hits > 5 * w.counts["queries"]  # the corpus is found: the test is not vacuous
+    medians = {m: sorted(x[0] for x in ts)[len(ts) // 2] for m, ts in w.timing.items()}
+    print(f"\nleak test: {w.counts['queries']} queries ({', '.join(modes)}), {a_hits} hits, {w.counts['checks']} leak checks; "
+          f"median queryMs {medians}")
+
+
+async def test_leak_keyword_and_document_apis(world):
+    w = world
+    (truth,) = await w.root.query(
+        "SELECT out.normalised AS n, count() AS c FROM knowledge_has_keyword WHERE scope_keys CONTAINS 'org/a' GROUP BY n")
+    expected = {r["n"]: r["c"] for r in truth}
+    checks = 0
+    for lens in LENSES:
+        page = await call(w.A, "fn::amem::keywords::list", {"limit": 500, **({"lens": lens} if lens else {})})
+        assert_no_b(w, page["keywords"])
+        got = {k["normalised"]: k["document_count"] for k in page["keywords"]}
+        if lens in (None, [["org/a"]], [["org"]], [["org/a"], ["org/b"]]):
+            assert got == expected  # document_count counts only visible documents
+        for k in page["keywords"]:
+            assert k["document_count"] <= expected[k["normalised"]]
+        checks += 1
+    for n in list(expected)[:20]:
+        d = await call(w.A, "fn::amem::keywords::get", n, None)
+        assert d["document_count"] == expected[n] and all(x["id"].split(":", 1)[1] in w.a_docs for x in d["documents"])
+        assert_no_b(w, d)
+        checks += 1
+    (b_only,) = await w.root.query("SELECT VALUE out.normalised FROM knowledge_has_keyword WHERE scope_keys CONTAINS 'org/b'")
+    for n in {x for x in b_only if x not in expected}:
+        with pytest.raises(NotFound):
+            await call(w.A, "fn::amem::keywords::get", n, None)
+        checks += 1
+    s = await call(w.A, "fn::amem::keywords::search", w.emb.embed_query("bsecret3 return policy"), 50, None)
+    assert_no_b(w, s)
+    assert {r["normalised"] for r in s["results"]} <= set(expected)
+    for b in w.b_docs[:5]:
+        assert await call(w.A, "fn::amem::documents::get", f"document:{b}") is None
+        for fn, args in (("fn::amem::documents::chunks", (f"document:{b}", None)), ("fn::amem::keywords::for_document", (f"document:{b}", None)),
+                         ("fn::amem::documents::source_of", (f"document:{b}",))):
+            with pytest.raises(NotFound):
+                await call(w.A, fn, *args)
+            checks += 1
+    page = await call(w.A, "fn::amem::documents::list", {"limit": 200})
+    assert page["total"] == N_DOCS
+    assert_no_b(w, page)
+    for a in w.a_docs[:5]:
+        assert_no_b(w, await call(w.A, "fn::amem::keywords::for_document", f"document:{a}", None))
+        doc = await call(w.A, "fn::amem::documents::get", f"document:{a}")
+        assert_no_b(w, doc)
+    # links were built inside each tenant only (same file names exist in both)
+    (links,) = await w.root.query("SELECT in.scopes AS i, out.scopes AS o FROM document_link")
+    assert links and all(l["i"] == l["o"] or l["i"][0].split("/")[1] == l["o"][0].split("/")[1] for l in links)
+    print(f"\nkeyword/document API leak checks: {checks}")
+
+
+# --- raw SurrealQL with a scoped credential ----------------------------------------------
+async def checksum(conn, tables) -> dict:
+    out = {}
+    for t in tables:
+        (rows,) = await conn.query(f"SELECT * FROM {t} ORDER BY id")
+        out[t] = dump(rows)
+    return out
+
+
+async def test_raw_surrealql_cannot_cross_scopes(world):
+    w = world
+    A = w.A
+    before = await checksum(w.root, TABLES + ["amem_principal", "amem_setting", "amem_migration"])
+    n = 0
+    for t in TABLES:
+        (rows,) = await A.query(f"SELECT * FROM {t}")
+        assert_no_b(w, rows)
+        n += 1
+        (cnt,) = await A.query(f"SELECT count() FROM {t} GROUP ALL")
+        (visible,) = await w.root.query(f"SELECT count() FROM {t} WHERE scope_keys CONTAINSANY ['org/a'] GROUP ALL")
+        assert (cnt[0]["count"] if cnt else 0) == (visible[0]["count"] if visible else 0)
+        n += 1
+    b_doc = f"document:{w.b_docs[0]}"
+    attempts = [
+        f"SELECT * FROM {b_doc}", f"RETURN {b_doc}.text", f"SELECT * FROM chunk WHERE document = {b_doc}",
+        f"SELECT ->knowledge_has_keyword->keyword FROM {b_doc}", "SELECT <-knowledge_has_keyword<-document.text AS t FROM keyword",
+        f"UPDATE {b_doc} SET title = 'pwned' RETURN AFTER", f"UPSERT {b_doc} SET title = 'pwned' RETURN AFTER",
+        f"DELETE {b_doc} RETURN BEFORE", "DELETE chunk WHERE scope_keys CONTAINS 'org/b' RETURN BEFORE",
+        "UPDATE chunk SET scopes = ['org/b'] RETURN AFTER", "UPDATE document SET scopes = ['org/a', 'org/b'] RETURN AFTER",
+        "CREATE document CONTENT {text: 'x', mime_type: 'text/plain', content_hash: 'h', scopes: ['org/b']} RETURN AFTER",
+        "CREATE document CONTENT {text: 'x', mime_type: 'text/plain', content_hash: 'h', scopes: []} RETURN AFTER",
+        f"RELATE {b_doc}->document_link->{b_doc} SET href = 'x', scopes = ['org/a'] RETURN AFTER",
+        f"RELATE document:{w.a_docs[0]}->document_link->{b_doc} SET href = 'x', scopes = ['org/a'] RETURN AFTER",
+        "SELECT * FROM keyword WHERE scopes CONTAINS 'org/b'", "SELECT scopes, scope_keys FROM keyword",
+        "SELECT * FROM amem_migration", "SELECT * FROM amem_lock", "SELECT key_hash FROM amem_principal",
+        "SELECT * FROM amem_principal", "UPDATE amem_principal SET admin = true, write = ['org'] RETURN AFTER",
+        "CREATE amem_principal:evil SET name = 'evil', key_hash = 'x', read = ['org'] RETURN AFTER",
+        "UPSERT amem_setting:embedding SET model = 'evil' RETURN AFTER", "DELETE amem_setting RETURN BEFORE",
+        "SELECT * FROM amem_setting WHERE id = amem_setting:lock", "DELETE retrieval_trace RETURN BEFORE",
+        "CREATE retrieval_trace CONTENT {query: 'x', mode: 'x', options: {}, legs: {}, hits: [], timings: {}, caller: 'amem_principal:tenant-b'} RETURN AFTER",
+    ]
+    for sql in attempts:
+        try:
+            res = await A.query(sql)
+        except Exception as exc:  # refused outright is fine
+            res = str(exc)
+        assert_no_b(w, res, allow_scope_names=True, own=sql)  # an error may echo the statement
+        assert "pwned" not in dump(res) and "argon2" not in dump(res) and "evil" not in dump(res).replace(sql, "")
+        n += 1
+    (own,) = await A.query("SELECT * FROM amem_principal")
+    assert [r["name"] for r in own] == ["tenant-a"] and "key_hash" not in own[0]
+    (settings,) = await A.query("SELECT VALUE record::id(id) FROM amem_setting")
+    assert set(settings) <= {"schema", "embedding"}
+    for sql in ["INFO FOR DB", "REMOVE TABLE chunk", "DEFINE TABLE OVERWRITE chunk PERMISSIONS FULL", "ALTER TABLE chunk PERMISSIONS FULL",
+                "DEFINE FUNCTION OVERWRITE fn::amem::scope::closure($p: array) { RETURN $p }", "REMOVE ACCESS amem ON DATABASE",
+                "DEFINE USER evil ON DATABASE PASSWORD 'x' ROLES OWNER", "USE NS other DB other; SELECT * FROM chunk"]:
+        with pytest.raises(Exception):
+            await A.query(sql)
+        n += 1
+    for fn in ("fn::amem::documents::recompute_links",):
+        with pytest.raises(PermissionDenied):
+            await call(A, fn)
+        n += 1
+    # writes through the functions: outside the region is a typed refusal, nothing written
+    for doc in ({"text": "hello world", "scopes": ["org/b"]}, {"text": "hello world", "scopes": ["org/a", "org"]},
+                {"text": "hello world", "scopes": ["org/ab"]}):
+        with pytest.raises(PermissionDenied):
+            await call(A, "fn::amem::documents::ingest", doc, None)
+        n += 1
+    with pytest.raises(PermissionDenied):  # a reader cannot write at all
+        await call(w.conns["reader-a-team"], "fn::amem::documents::ingest", {"text": "hello"}, None)
+    with pytest.raises(NotFound):  # cannot see it, so cannot delete it
+        await call(A, "fn::amem::documents::delete", b_doc)
+    n += 2
+    after = await checksum(w.root, TABLES + ["amem_principal", "amem_setting", "amem_migration"])
+    changed = [t for t in before if before[t] != after[t]]
+    assert changed == [], changed
+    print(f"\nraw SurrealQL attempts with a scoped credential: {n}")
+
+
+async def test_reader_sees_only_its_subtree_and_admin_function(world):
+    w = world
+    r = w.conns["reader-a-team"]
+    (docs,) = await r.query("SELECT VALUE scopes FROM document")
+    assert docs and all(s == ["org/a/team/support"] for s in docs)
+    res = await call(r, "fn::amem::documents::query", "return policy refund", None, {"mode": "bm25", "k": 50})
+    (team_docs,) = await w.root.query("SELECT VALUE record::id(id) FROM document WHERE scope_keys CONTAINS 'org/a/team'")
+    assert res["results"] and all(h["document"]["id"].split(":", 1)[1] in team_docs for h in res["results"])
+    # an admin principal may call the admin function; it sees (and relinks) only its grant
+    out = await call(w.conns["admin-a"], "fn::amem::documents::recompute_links")
+    assert out["documents"] == N_DOCS
+
+
+async def test_revoke_cuts_live_sessions_and_signin(world):
+    w = world
+    d = w.conns["doomed"]
+    (n_before,) = await d.query("SELECT count() FROM document GROUP ALL")
+    assert n_before[0]["count"] == N_DOCS
+    await access.revoke(w.root, "doomed")
+    (n_after,) = await d.query("SELECT count() FROM document GROUP ALL")
+    assert n_after in ([], [{"count": 0}])
+    with pytest.raises(PermissionDenied):
+        await call(d, "fn::amem::documents::ingest", {"text": "hello", "scopes": ["org/a"]}, None)
+    with pytest.raises(AuthenticationFailed):
+        await open_connection(Target(url=w.url, ns=w.ns, db="test", key=w.keys["doomed"]))
+    with pytest.raises(AuthenticationFailed):
+        await open_connection(Target(url=w.url, ns=w.ns, db="test", key="tenant-a:wrong-secret"))
+    listed = {k["name"]: k for k in await access.list_keys(w.root)}
+    assert listed["doomed"]["revoked"] and "key_hash" not in listed["doomed"]
+    with pytest.raises(PermissionDenied):  # a key cannot mint keys
+        await access.grant(w.A, "x", read=["org"], write=[])
+
+
+async def test_cli_grant_keys_revoke(world):
+    w = world
+    common = ("--url", w.url, "--ns", w.ns, "--db", "test", "--user", ROOT_USER, "--pass", ROOT_PASSWORD)
+
+    async def cli(*args: str) -> tuple[int, str, str]:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", "import amem_db.cli_access; from amem_db.cli import main; main()", *args,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
+        return proc.returncode, out.decode(), err.decode()
+
+    code, out, err = await cli(*common, "grant", "cli-bot", "--read", "org/a", "--write", "org/a/team")
+    assert code == 0, err
+    key = out.strip().splitlines()[-1]
+    assert key.startswith("cli-bot:") and len(key) > 30
+    code, out, err = await cli("--url", w.url, "--ns", w.ns, "--db", "test", "--key", key, "documents", "list", "--json")
+    assert code == 0, err
+    assert json.loads(out)["total"] == N_DOCS and "bsecret" not in out
+    code, out, err = await cli(*common, "keys", "list", "--json")
+    assert code == 0 and "cli-bot" in out and "argon2" not in out and key.split(":", 1)[1] not in out
+    code, out, err = await cli(*common, "keys", "revoke", "cli-bot")
+    assert code == 0, err
+    code, out, err = await cli("--url", w.url, "--ns", w.ns, "--db", "test", "--key", key, "documents", "list")
+    assert code == 1 and "authentication_failed" in err
