@@ -90,7 +90,7 @@ async def world(dev_server):  # noqa: F811
         "SELECT VALUE record::id(id) FROM document WHERE scope_keys CONTAINS 'org/b';"
         "SELECT VALUE record::id(id) FROM document WHERE scope_keys CONTAINS 'org/a';")
     assert len(w.b_docs) == N_DOCS and len(w.a_docs) == N_DOCS
-    (b_gens,) = await w.root.query("SELECT VALUE record::id(id)[1] FROM chunk WHERE scope_keys CONTAINS 'org/b'")
+    (b_gens,) = await w.root.query("SELECT VALUE string::split(record::id(id), '_')[1] FROM chunk WHERE scope_keys CONTAINS 'org/b'")
     w.b_markers = set(w.b_docs) | set(b_gens)
     w.counts = {"queries": 0, "checks": 0}
     yield w
