@@ -3,6 +3,8 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
+DATASETS ?= ../shared/datasets
+
 .PHONY: install demo test eval bench clean
 
 install: $(VENV)/.installed
@@ -24,6 +26,17 @@ demo: install
 
 test: install
 	$(BIN)/python -m pytest -q
+
+# Retrieval quality per mode on the shared splits (docs/EVALUATION.md).
+eval: install
+	$(BIN)/amem-db eval $(DATASETS)/scifact
+	$(BIN)/amem-db eval $(DATASETS)/cranfield
+	$(BIN)/amem-db eval $(DATASETS)/cisi
+
+# Speed and scale beside the raw engine, LanceDB, bm25s and numpy (docs/BENCHMARKS.md).
+bench: install
+	$(BIN)/pip install -q -e ".[test,bench]"
+	AMEM_DATASETS=$(DATASETS) $(BIN)/amem-db bench
 
 clean:
 	rm -rf $(VENV) .amem .pytest_cache

@@ -232,7 +232,7 @@ def serve(
 
 
 # --- entry point -----------------------------------------------------------------------
-from . import cli_access, cli_documents, cli_query  # noqa: E402,F401  (register their commands)
+from . import cli_access, cli_documents, cli_eval, cli_query  # noqa: E402,F401  (register their commands)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,212 @@
+"""`amem-db eval` (retrieval quality on BEIR-layout collections) and
+`amem-db bench` (ingest / latency / size / memory against the raw engine and peers).
+
+The work lives in ``evaluation.py`` and ``bench.py``; these are the typer wrappers.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .cli import app, err, out, run
+
+_COLUMNS = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
+            TimeElapsedColumn())
+
+
+def _embedder(ctx: typer.Context):
+    from .embedding import get_embedder
+
+    return get_embedder(ctx.find_root().obj.get("embedder"))
+
+
+@app.command("eval")
+def eval_command(
+    ctx: typer.Context,
+    datasets: List[Path] = typer.Argument(..., help="BEIR-layout folder(s): corpus.jsonl, queries.jsonl, qrels/<split>.tsv"),
+    split: Optional[str] = typer.Option(None, help="qrels split to score (default: the only one in qrels/)"),
+    modes: str = typer.Option("bm25,vector,hybrid,hybrid_graph", help="comma-separated query modes; a mode the engine "
+                              "does not implement yet is reported as not available"),
+    k: int = typer.Option(50, help="passages requested per query (max 50); Recall@k is reported next to @10"),
+    compare: Optional[Path] = typer.Option(None, "--compare", help="an earlier report.json (or its folder): print deltas per metric and mode"),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="report folder (default results/eval/<dataset>/; "
+                                           "with several datasets: <out>/<dataset>/ plus <out>/summary.*)"),
+    limit_queries: Optional[int] = typer.Option(None, help="score only the first N judged queries (quick runs)"),
+    threshold: Optional[float] = typer.Option(None, help="minimum cosine of the vector leg (default: the API default 0.5)"),
+    filter_json: Optional[str] = typer.Option(None, "--filter", help='query filter as JSON, passed to every query, '
+                                              'e.g. \'{"mimeType": ["application/jsonl"]}\''),
+    title: str = typer.Option("separate", help="separate: titles stay document metadata (the product's JSONL path); "
+                              "prepend: title + blank line + text is what gets chunked, embedded and indexed"),
+    db_dir: Path = typer.Option(Path("results/.db"), help="where the cached per-dataset databases live"),
+    fresh: bool = typer.Option(False, "--fresh", help="re-ingest even if a cached database exists"),
+    as_json: bool = typer.Option(False, "--json", help="print the report(s) as JSON"),
+) -> None:
+    """Score retrieval (nDCG@10, Recall@10, Recall@k, MRR@10 via ranx) per mode and per query type.
+
+    Ingests the corpus into a database cached by content hash (results/.db/), runs every judged query through mem.documents.query, and writes report.md, report.json and report.png.
+
+    The global --url (e.g. mem://) replaces the cached database; the global --embedder picks the model.
+
+    Example: amem-db eval /work/shared/datasets/scifact --modes bm25,vector,hybrid --compare old/report.json
+    """
+    from . import evaluation as ev
+
+    mode_list = [m.strip() for m in modes.split(",") if m.strip()]
+    bad = [m for m in mode_list if m not in ev.ALL_MODES]
+    if bad:
+        raise typer.BadParameter(f"unknown mode {bad[0]!r}; modes: {', '.join(ev.ALL_MODES)}", param_hint="--modes")
+    if not 1 <= k <= ev.MAX_K:
+        raise typer.BadParameter(f"k must be 1..{ev.MAX_K} (the query API's maximum)", param_hint="--k")
+    if title not in ev.TITLE_MODES:
+        raise typer.BadParameter(f"one of {', '.join(ev.TITLE_MODES)}", param_hint="--title")
+    if compare is not None and len(datasets) > 1:
+        raise typer.BadParameter("--compare takes one dataset at a time", param_hint="--compare")
+    try:
+        filter_obj = json.loads(filter_json) if filter_json else None
+    except json.JSONDecodeError as exc:
+        raise typer.BadParameter(f"not JSON: {exc}", param_hint="--filter") from None
+    old = ev.load_report(compare) if compare is not None else None
+    loaded = []
+    for d in datasets:
+        try:
+            loaded.append(ev.load_dataset(d, split, limit_queries=limit_queries))
+        except (FileNotFoundError, ValueError) as exc:
+            raise typer.BadParameter(str(exc), param_hint="DATASETS") from None
+    url = ctx.find_root().obj.get("url")
+    embedder = _embedder(ctx)
+
+    async def go() -> list[dict]:
+        reports = []
+        for ds in loaded:
+            with Progress(*_COLUMNS, console=err, transient=True, disable=as_json) as bar:
+                task = bar.add_task(f"{ds.name}: database", total=None, info="")
+
+                def progress(kind: str, info: dict) -> None:
+                    if kind == "documents":
+                        bar.update(task, description=f"{ds.name}: ingest", total=info["total"], completed=0)
+                    elif kind == "document":
+                        bar.advance(task)
+                        bar.update(task, info=f"{info['chunks']} chunks")
+                    elif kind == "embedded":
+                        rate = info["total"] / info["seconds"] if info["seconds"] else 0
+                        bar.update(task, info=f"embedding {rate:.1f} texts/s")
+                    elif kind == "mode":
+                        bar.update(task, description=f"{ds.name}: {info['mode']}", total=info["total"], completed=0, info="")
+                    elif kind == "query":
+                        bar.update(task, completed=info["done"])
+
+                report = await ev.evaluate_dataset(
+                    ds, embedder, modes=mode_list, k=k, threshold=threshold, filter=filter_obj, title_mode=title, url=url,
+                    db_dir=db_dir, fresh=fresh, progress=progress)
+            reports.append(report)
+        return reports
+
+    reports = run(go())
+    root = out_dir if (out_dir is not None and len(reports) > 1) else Path("results/eval")
+    for report in reports:
+        target = out_dir if (out_dir is not None and len(reports) == 1) else root / report["dataset"]
+        comparison = ev.compare_reports(report, old) if old is not None else None
+        paths = ev.write_report(report, target, comparison)
+        if as_json:
+            print(json.dumps(ev._finite(report | ({"comparison": comparison} if comparison else {})), indent=2, default=str))
+            continue
+        _print_report(report)
+        if comparison is not None:
+            out.print(f"compared with {compare}:")
+            _print_comparison(comparison)
+        out.print(f"wrote {paths['md']}, {paths['json'].name}, {paths['png'].name}")
+    if len(reports) > 1:
+        png = ev.plot_reports(reports, root / "summary.png")
+        (root / "summary.json").write_text(json.dumps(ev._finite(
+            [{k: v for k, v in r.items() if k != "tags"} for r in reports]), indent=2, default=str))
+        if not as_json:
+            out.print(f"wrote {png} and summary.json")
+
+
+def _print_report(report: dict) -> None:
+    metrics = report["metrics"]
+    db = report["database"]
+    out.print(f"[bold]{report['dataset']}[/] ({report['split']}): {report['queries']} queries, "
+              f"{report['corpus_documents']} documents, database {'cached' if db['cached'] else 'ingested'} "
+              f"in {report['timings']['prepare_seconds']} s, total {report['timings']['total_seconds']} s")
+    table = Table("mode", *metrics, "empty", "p50 ms", "p95 ms")
+    for mode, s in report["modes"].items():
+        if not s["available"]:
+            table.add_row(mode, *(["n/a"] * len(metrics)), "-", "-", "not available")
+            continue
+        table.add_row(mode, *(f"{s['metrics'][m]:.4f}" for m in metrics), str(s["empty_results"]),
+                      f"{s['latency_ms']['p50']:.1f}", f"{s['latency_ms']['p95']:.1f}")
+    out.print(table)
+
+
+def _print_comparison(rows: list[dict]) -> None:
+    table = Table("mode", "metric", "old", "new", "delta")
+    for r in rows:
+        if r["metric"] is None:
+            table.add_row(r["mode"], "-", "-", "-", r["note"])
+        else:
+            colour = "green" if r["delta"] > 0 else "red" if r["delta"] < 0 else ""
+            delta = f"{r['delta']:+.4f}"
+            table.add_row(r["mode"], r["metric"], f"{r['old']:.4f}", f"{r['new']:.4f}",
+                          f"[{colour}]{delta}[/]" if colour else delta)
+    out.print(table)
+
+
+@app.command("bench")
+def bench_command(
+    ctx: typer.Context,
+    sizes: str = typer.Option("1000,10000,100000", help="corpus sizes in chunks, comma-separated"),
+    systems: str = typer.Option("amem,amem-ingest,lancedb,python", help="amem (product query + raw engine floor), "
+                                "amem-ingest (the stored-function ingest path), lancedb, python (bm25s/numpy/hnswlib)"),
+    queries: int = typer.Option(20, help="timed queries per size and mode (after the warm-up)"),
+    warmup: int = typer.Option(2, help="untimed warm-up queries per mode"),
+    ingest_sizes: str = typer.Option("1000", help="sizes at which amem-ingest runs (the product path stores ~6 chunks/s)"),
+    backend: str = typer.Option("mem", help="engine storage for the amem runs: mem (default: surrealkv bulk loads hung near 90k rows on 3.2.4), surrealkv, surrealkv+versioned, file"),
+    batch: int = typer.Option(50, help="rows per INSERT statement in the amem bulk load"),
+    data_root: Path = typer.Option(Path("/work/shared/datasets"), envvar="AMEM_DATASETS",
+                                   help="where the BEIR collections live (env AMEM_DATASETS)"),
+    datasets: str = typer.Option("scifact,cranfield,cisi", help="collections the passages are cut from"),
+    out_dir: Path = typer.Option(Path("results/bench"), "--out", help="report folder (bench.json, report.md, latency.png)"),
+    timeout: float = typer.Option(2700, help="seconds before one system/size run is abandoned"),
+    keep_db: bool = typer.Option(False, "--keep-db", help="keep the benchmark databases (default: deleted after each run)"),
+) -> None:
+    """Ingest throughput, query latency p50/p95/p99 per mode, vector recall@10, size and peak RSS per corpus size.
+
+    Side by side on the same data and embeddings: the raw engine floor (bare BM25 / KNN SELECTs), LanceDB, and bm25s / numpy / hnswlib.
+
+    Passages come from the shared collections through the product's chunker, embedded with --embedder through the disk cache (after `amem-db eval` nothing is re-embedded). Sizes past the real passages repeat them with fresh ids. Each system and size runs in its own process. Numbers are machine-specific.
+
+    Example: amem-db bench --sizes 1000,10000 --queries 20 --out results/bench
+    """
+    from . import bench as bm
+    from .embedding import get_embedder
+
+    try:
+        size_list = [int(s) for s in sizes.split(",") if s.strip()]
+        ingest_list = [int(s) for s in ingest_sizes.split(",") if s.strip()]
+    except ValueError:
+        raise typer.BadParameter("sizes are whole numbers, e.g. 1000,10000", param_hint="--sizes") from None
+    system_list = [s.strip() for s in systems.split(",") if s.strip()]
+    unknown = [s for s in system_list if s not in bm.DEFAULT_SYSTEMS]
+    if unknown:
+        raise typer.BadParameter(f"unknown system {unknown[0]!r}; systems: {', '.join(bm.DEFAULT_SYSTEMS)}", param_hint="--systems")
+    if backend not in ("surrealkv", "surrealkv+versioned", "file", "mem"):
+        raise typer.BadParameter("surrealkv, surrealkv+versioned, file or mem", param_hint="--backend")
+    spec = ctx.find_root().obj.get("embedder")
+    report = bm.run_bench(sizes=size_list, systems=system_list, out_dir=out_dir, embedder=get_embedder(spec),
+                          embedder_spec=spec, queries=queries, reps=warmup, backend=backend, batch=batch,
+                          ingest_sizes=ingest_list, data_root=data_root,
+                          datasets=tuple(d.strip() for d in datasets.split(",") if d.strip()), timeout=timeout,
+                          keep_db=keep_db, progress=lambda msg: err.print(msg, highlight=False))
+    print((out_dir / "report.md").read_text())
+    failed = [r for r in report["results"] if "error" in r]
+    out.print(f"wrote {out_dir / 'report.md'}, bench.json, latency.png in {report['seconds']:.0f} s"
+              + (f"; {len(failed)} run(s) failed" if failed else ""))
+    if failed:
+        raise typer.Exit(1)
