@@ -733,7 +733,7 @@ def render_markdown(report: dict) -> str:
     # where the product's time goes (its own trace timings)
     staged = [(n, r) for n in sizes if (r := _get(res, "amem", n)) and r.get("stages_ms")]
     if staged:
-        stage_keys = ["optionsMs", "vectorMs", "bm25Ms", "fuseMs", "hydrateMs", "contextMs", "traceMs", "totalMs"]
+        stage_keys = ["optionsMs", "vectorMs", "bm25Ms", "fuseMs", "graphMs", "hydrateMs", "contextMs", "traceMs", "totalMs"]
         lines += ["", "## Inside fn::amem::documents::query (mean ms per stage, from trace.timings)", "",
                   "| size / mode | " + " | ".join(k.removesuffix("Ms") for k in stage_keys) + " | round trip p50 |",
                   "|---|" + "---|" * (len(stage_keys) + 1)]

@@ -366,6 +366,7 @@ async def prepare_database(ds: Dataset, embedder: Any, *, title_mode: str = "sep
     from .client import Memory
     from .connection import Target, close_quietly, open_connection
     from .embedding import CachedEmbedder
+    from .errors import AmemError
     from .ingest import ingest_items
     from .migrator import Migrator
 
@@ -378,10 +379,14 @@ async def prepare_database(ds: Dataset, embedder: Any, *, title_mode: str = "sep
         db_dir = Path(db_dir).resolve()
         db_path = db_dir / f"{ds.name}-{key[:16]}"
         marker = db_dir / f"{ds.name}-{key[:16]}.done.json"
+        target = Target(url=f"surrealkv://{db_path}", ns="amem", db="eval")
         if fresh or (db_path.exists() and not marker.exists()):
+            if db_path.exists():
+                # an unfinished database may belong to a run still ingesting: opening it
+                # raises DatabaseInUse then, rather than deleting files under that run
+                await close_quietly(await open_connection(target))
             shutil.rmtree(db_path, ignore_errors=True)
             marker.unlink(missing_ok=True)
-        target = Target(url=f"surrealkv://{db_path}", ns="amem", db="eval")
     else:
         target = Target(url=url, ns="amem_eval", db=f"{re.sub(r'[^A-Za-z0-9_]', '_', ds.name)}_{key[:12]}")
     conn = await open_connection(target)
@@ -404,7 +409,8 @@ async def prepare_database(ds: Dataset, embedder: Any, *, title_mode: str = "sep
         report = await ingest_items(conn, mem.embedder, items, batch_size=batch_size, progress=progress)
         if report.failed:
             first = report.failed[0]
-            raise RuntimeError(f"{len(report.failed)} of {len(items)} documents failed to ingest; first: {first.name}: {first.error}")
+            raise AmemError(f"{len(report.failed)} of {len(items)} documents failed to ingest; first: {first.name}: {first.error}",
+                            code="ingest_failed")
         stats = cached_embedder.stats
         ingest = {
             "documents": len(items),
