@@ -20,6 +20,17 @@ _COLUMNS = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
             TimeElapsedColumn())
 
 
+def _require(modules: list[str], extra: str) -> None:
+    """A clear one-line error instead of an ImportError traceback."""
+    import importlib.util
+
+    from .errors import AmemError
+
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise AmemError(f"{', '.join(missing)} not installed: pip install 'amem-db[{extra}]'", code="missing_dependency")
+
+
 def _embedder(ctx: typer.Context):
     from .embedding import get_embedder
 
@@ -57,6 +68,7 @@ def eval_command(
     """
     from . import evaluation as ev
 
+    _require(["ranx", "matplotlib"], "eval")
     mode_list = [m.strip() for m in modes.split(",") if m.strip()]
     bad = [m for m in mode_list if m not in ev.ALL_MODES]
     if bad:
@@ -193,6 +205,8 @@ def bench_command(
     except ValueError:
         raise typer.BadParameter("sizes are whole numbers, e.g. 1000,10000", param_hint="--sizes") from None
     system_list = [s.strip() for s in systems.split(",") if s.strip()]
+    needs = {"lancedb": ["lancedb", "pyarrow"], "python": ["bm25s", "hnswlib"]}
+    _require(["matplotlib", "numpy"] + [m for s in system_list for m in needs.get(s, [])], "bench")
     unknown = [s for s in system_list if s not in bm.DEFAULT_SYSTEMS]
     if unknown:
         raise typer.BadParameter(f"unknown system {unknown[0]!r}; systems: {', '.join(bm.DEFAULT_SYSTEMS)}", param_hint="--systems")

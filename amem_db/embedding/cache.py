@@ -87,6 +87,28 @@ def _from_blob(blob: bytes) -> list[float]:
     return packed.tolist()
 
 
+def _execute_retrying_busy(connection: sqlite3.Connection, statement: str) -> None:
+    """Run a setup statement, retrying while another process holds the lock.
+
+    SQLite returns "database is locked" at once, without calling the busy
+    handler, when two processes switch a new file to WAL at the same moment
+    (seen in CI: two evals starting together), so busy_timeout is not enough.
+    """
+    deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+    delay = 0.01
+    while True:
+        try:
+            connection.execute(statement)
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) and "busy" not in str(error):
+                raise
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+
 class EmbeddingStore:
     """The SQLite file. Thread-safe (one connection behind a lock); several
     processes may use the same file at once (WAL + busy timeout)."""
@@ -103,15 +125,12 @@ class EmbeddingStore:
             connection = sqlite3.connect(
                 self.path, timeout=_BUSY_TIMEOUT_MS / 1000,
                 isolation_level=None, check_same_thread=False)
-            # Busy timeout first: even switching to WAL needs a lock that a
-            # second process may hold at that moment.
             connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
             # WAL: readers never block the writer and vice versa, so two
             # processes (CLI + server, or two evals) can share the cache.
-            connection.execute("PRAGMA journal_mode = WAL")
             # A cache can lose its last write on power loss; it cannot corrupt.
-            connection.execute("PRAGMA synchronous = NORMAL")
-            connection.execute(_SCHEMA)
+            for statement in ("PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL", _SCHEMA):
+                _execute_retrying_busy(connection, statement)
             self._connection = connection
         return self._connection
 
