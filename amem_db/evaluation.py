@@ -707,9 +707,11 @@ def plot_reports(reports: list[dict], path: Path) -> Path:
         ax.set_ylim(0, 1)
         ax.set_title(metric)
         ax.grid(axis="y", alpha=0.3)
-    axes[0][0].legend(fontsize=8, loc="upper left")
+    # one legend for the figure, below the panels, where it hides no bar
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(modes), fontsize=8, frameon=False)
     fig.suptitle(f"amem-db retrieval ({reports[0]['embedder']}; shared splits)", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)

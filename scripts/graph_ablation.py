@@ -60,6 +60,8 @@ async def main() -> int:
     ap.add_argument("--db-dir", help="ingest into (or reuse) surrealkv://DB_DIR/<dataset>-<key> instead of mem://")
     ap.add_argument("--limit-queries", type=int, default=None)
     ap.add_argument("--ablate", default=",".join(KINDS), help="signals to switch off one at a time")
+    ap.add_argument("--alphas", default="", help="also run the default signals at these graphAlpha values, e.g. 0.1,0.2,0.5")
+    ap.add_argument("--only-alphas", action="store_true", help="run hybrid and the --alphas sweep only")
     ap.add_argument("--out")
     a = ap.parse_args()
     ds = ev.load_dataset(a.dataset, limit_queries=a.limit_queries)
@@ -81,6 +83,10 @@ async def main() -> int:
         for text in list(ds.queries.values())[:3]:
             await mem.documents.query(text, mode="hybrid_graph")
         rows.append(await run(mem, ds, "hybrid", mode="hybrid"))
+        for alpha in [float(x) for x in a.alphas.split(",") if x]:
+            rows.append(await run(mem, ds, f"hybrid_graph default, graphAlpha {alpha}", mode="hybrid_graph", graph_alpha=alpha))
+        if a.only_alphas:
+            return 0
         rows.append(await run(mem, ds, "hybrid_graph all (depth 1)", mode="hybrid_graph", graph_edges=KINDS))
         rows.append(await run(mem, ds, "hybrid_graph all (depth 2)", mode="hybrid_graph", graph_edges=KINDS, graph_depth=2))
         for kind in [k for k in a.ablate.split(",") if k]:
