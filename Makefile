@@ -29,6 +29,7 @@ test: install
 
 # Retrieval quality per mode on the shared splits (docs/EVALUATION.md).
 eval: install
+	$(BIN)/pip install -q -e ".[test,eval]"
 	$(BIN)/amem-db eval $(DATASETS)/scifact
 	$(BIN)/amem-db eval $(DATASETS)/cranfield
 	$(BIN)/amem-db eval $(DATASETS)/cisi

@@ -438,7 +438,7 @@ async def worker_amem_ingest(n: int, data_root: Path, datasets: tuple[str, ...],
             pos += batch
         counts = (await conn.query("SELECT count() AS n FROM chunk GROUP ALL; SELECT count() AS n FROM keyword GROUP ALL;"))
         stats = embedder.stats
-        engine_s = report.seconds - report.embed_seconds
+        engine_s = report.engine_seconds  # prepare + ingest round trips
         return {"system": "amem-ingest", "size": n, "backend": backend, "documents": pos, "chunks": report.chunks,
                 "keywords": report.keywords, "embedded_texts": report.embedded_texts,
                 "seconds": round(report.seconds, 2), "embed_seconds": round(report.embed_seconds, 2),

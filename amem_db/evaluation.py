@@ -426,7 +426,7 @@ async def prepare_database(ds: Dataset, embedder: Any, *, title_mode: str = "sep
             "embedded_texts": report.embedded_texts,
             "seconds": round(report.seconds, 2),
             "embed_seconds": round(report.embed_seconds, 2),
-            "engine_seconds": round(report.seconds - report.embed_seconds, 2),
+            "engine_seconds": round(report.engine_seconds, 2),
             "embedding_cache_hits": stats.hits,
             "embedding_cache_misses": stats.misses,
             "embedder": cached_embedder.name,

@@ -35,6 +35,7 @@ class IngestReport:
     keywords: int = 0
     embedded_texts: int = 0
     embed_seconds: float = 0.0
+    engine_seconds: float = 0.0  # prepare + ingest round trips (overlaps embedding)
     seconds: float = 0.0
 
     def count(self, status: str) -> int:
@@ -139,7 +140,9 @@ async def ingest_items(
     pending: tuple[list, list] | None = None  # (plan, calls) of the batch waiting to be stored
     for i in range(0, len(items), batch_size):
         batch = items[i : i + batch_size]
+        t0 = time.perf_counter()
         prepared = await call_each(conn, "fn::amem::documents::prepare", [(it.doc,) for it in batch])
+        report.engine_seconds += time.perf_counter() - t0
         plan, texts = _plan_batch(batch, prepared, embedder)
         embedding = asyncio.create_task(_embed(embedder, texts, report, progress))
         try:
@@ -201,7 +204,9 @@ def _ingest_calls(plan: list, vectors: list[list[float]], embedder: Any | None) 
 
 async def _store_batch(conn: Any, plan: list, calls: list[tuple], report: IngestReport,
                        progress: Progress | None, after_batch: Callable[[], Awaitable[Any]] | None) -> Any:
+    t0 = time.perf_counter()
     outcomes = iter(await call_each(conn, "fn::amem::documents::ingest", calls))
+    report.engine_seconds += time.perf_counter() - t0
     for it, parts, error in plan:
         if error is not None:
             result = error
