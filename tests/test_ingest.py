@@ -349,3 +349,35 @@ async def test_ingested_chunks_are_found_by_the_hnsw_leg(mem):
     response = await mem.documents.query(page.chunks[0].text, mode="vector", k=3, threshold=-1)
     assert response.trace["legs"]["vector"]["tables"]["chunk"]["strategy"] == "hnsw"
     assert response.results and response.results[0].chunk["id"] == page.chunks[0].id
+
+
+async def test_links_match_in_both_directions_through_the_key_indexes(fresh_db, tmp_path):
+    # document.source_key / link_keys (migrations/0003) with indexes: a link is
+    # found whichever document arrives first, and replacing a document drops
+    # only its own outgoing links (docs/ENGINE-ISSUES.md #11)
+    await Migrator(fresh_db).migrate({"embedding_dim": 384})
+    m = Memory(fresh_db, embedder=HASH)
+    a, b, c = tmp_path / "a.md", tmp_path / "sub" / "b.md", tmp_path / "c.md"
+    b.parent.mkdir()
+    a.write_text("# A\n\nSee [the b page](sub/b.md#part) for shipping rates.\n")
+    b.write_text("# B\n\nBack to [a](../a.md). Shipping rates are flat.\n")
+    c.write_text("# C\n\nNothing links here; [external](https://example.com/other.html).\n")
+
+    async def edges() -> set[tuple[str, str]]:
+        (rows,) = await fresh_db.query("SELECT in.source AS i, out.source AS o FROM document_link")
+        return {(Path(r["i"]).name, Path(r["o"]).name) for r in rows}
+
+    await m.documents.ingest(a)
+    assert await edges() == set()  # b is not there yet
+    await m.documents.ingest(c)
+    await m.documents.ingest(b)
+    assert await edges() == {("a.md", "b.md"), ("b.md", "a.md")}
+    (keys,) = await fresh_db.query("SELECT source_key, link_keys FROM ONLY document WHERE source_key = 'a.md'")
+    assert keys == {"source_key": "a.md", "link_keys": ["b.md"]}
+    (plan,) = await fresh_db.query("SELECT id FROM document WHERE link_keys CONTAINS 'b.md' EXPLAIN")
+    assert "document_link_keys" in json.dumps(plan, default=str)
+
+    a.write_text("# A\n\nNo links any more.\n")
+    await m.documents.ingest(a)
+    assert await edges() == {("b.md", "a.md")}
+    assert (await m.documents.recompute_links())["links"] == 1
