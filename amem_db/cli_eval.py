@@ -178,7 +178,7 @@ def bench_command(
                                 "amem-ingest (the stored-function ingest path), lancedb, python (bm25s/numpy/hnswlib)"),
     queries: int = typer.Option(20, help="timed queries per size and mode (after the warm-up)"),
     warmup: int = typer.Option(2, help="untimed warm-up queries per mode"),
-    ingest_sizes: str = typer.Option("1000", help="sizes at which amem-ingest runs (the product path stores ~6 chunks/s)"),
+    ingest_sizes: str = typer.Option("1000,10000", help="sizes at which amem-ingest runs (the product path stores ~40 chunks/s; 100k takes ~45 min)"),
     backend: str = typer.Option("mem", help="engine storage for the amem runs: mem (default: surrealkv bulk loads hung near 90k rows on 3.2.4), surrealkv, surrealkv+versioned, file"),
     batch: int = typer.Option(50, help="rows per INSERT statement in the amem bulk load"),
     data_root: Path = typer.Option(Path("/work/shared/datasets"), envvar="AMEM_DATASETS",
