@@ -378,7 +378,8 @@ async def worker_amem(n: int, data_dir: Path, db_root: Path, backend: str, queri
         found_knn: list[list[int]] = []
         for depth in FLOOR_DEPTHS:
             e = ef if depth >= 64 else 64
-            bm25 = f"SELECT id, search::score(1) AS s FROM chunk WHERE text @1,OR@ $q ORDER BY s DESC LIMIT {depth};"
+            # the product's BM25 leg reads the text-only copy (migrations/0004)
+            bm25 = f"SELECT id, search::score(1) AS s FROM chunk_fts WHERE text @1,OR@ $q ORDER BY s DESC LIMIT {depth};"
             knn = f"SELECT id, vector::distance::knn() AS d FROM chunk WHERE embedding <|{depth},{e}|> $v ORDER BY d;"
             for name, sql in ((f"bm25@{depth}", bm25), (f"knn@{depth}", knn), (f"both@{depth}", bm25 + "\n" + knn)):
                 times = []
@@ -393,7 +394,7 @@ async def worker_amem(n: int, data_dir: Path, db_root: Path, backend: str, queri
                 floors[name] = latency_summary(times)
         result["floor_ms"] = floors
         result["recall@10"]["floor_knn"] = recall_at(found_knn, truth, 10)
-        result["floor_sql"] = {"bm25": "SELECT id, search::score(1) AS s FROM chunk WHERE text @1,OR@ $q ORDER BY s DESC LIMIT D",
+        result["floor_sql"] = {"bm25": "SELECT id, search::score(1) AS s FROM chunk_fts WHERE text @1,OR@ $q ORDER BY s DESC LIMIT D",
                                "knn": "SELECT id, vector::distance::knn() AS d FROM chunk WHERE embedding <|D,EF|> $v ORDER BY d",
                                "depths": list(FLOOR_DEPTHS)}
     finally:

@@ -27,7 +27,7 @@ from devserver_fixture import ROOT_PASSWORD, ROOT_USER, dev_server, unique_name 
 
 DIM = 384
 TABLES = ["document", "section", "chunk", "audio_chunk", "keyword", "knowledge_has_keyword", "document_link",
-          "entity", "attribute", "relation", "mentions", "amem_principal", "amem_setting", "amem_migration", "amem_lock"]
+          "entity", "attribute", "relation", "mentions", "chunk_fts", "audio_chunk_fts", "amem_principal", "amem_setting", "amem_migration", "amem_lock"]
 
 INJECTIONS = [
     "'); DELETE chunk; --", "\"); DELETE chunk; --", "'; REMOVE TABLE document; --", "document:x; DELETE document",

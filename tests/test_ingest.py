@@ -381,3 +381,39 @@ async def test_links_match_in_both_directions_through_the_key_indexes(fresh_db, 
     await m.documents.ingest(a)
     assert await edges() == {("b.md", "a.md")}
     assert (await m.documents.recompute_links())["links"] == 1
+
+
+async def test_fulltext_copies_follow_every_write(fresh_db, tmp_path):
+    # chunk_fts / audio_chunk_fts (migrations/0004) are what the BM25 leg reads;
+    # the surql/040 events keep them equal to chunk / audio_chunk in the writing
+    # transaction: ingest, replacement, deletion.
+    await Migrator(fresh_db).migrate({"embedding_dim": 384})
+    m = Memory(fresh_db, embedder=HASH)
+
+    async def mirrored() -> int:
+        (rows,) = await fresh_db.query(
+            "RETURN { src: (SELECT record::id(id) AS k, text, document, mime_type, scopes FROM chunk ORDER BY k),"
+            " fts: (SELECT record::id(id) AS k, text, document, mime_type, scopes FROM chunk_fts ORDER BY k),"
+            " asrc: (SELECT record::id(id) AS k, text FROM audio_chunk ORDER BY k),"
+            " afts: (SELECT record::id(id) AS k, text FROM audio_chunk_fts ORDER BY k) }")
+        assert rows["src"] == rows["fts"] and rows["asrc"] == rows["afts"]
+        return len(rows["src"]) + len(rows["asrc"])
+
+    a, b = tmp_path / "a.md", tmp_path / "b.vtt"
+    a.write_text("# Returns\n\n" + "Unopened items may be returned within 30 days. " * 40)
+    b.write_text("WEBVTT\n\n00:00:01.000 --> 00:00:04.000\nRefunds take five days.\n")
+    doc_a = (await m.documents.ingest(a)).document
+    await m.documents.ingest(b)
+    assert await mirrored() > 3
+    a.write_text("# Returns\n\nA shorter policy: returns within 14 days.\n")
+    await m.documents.ingest(a)
+    assert await mirrored() == 2
+    await m.documents.delete(doc_a.id)
+    assert await mirrored() == 1
+    # and the rows stored before the migration: its backfill statement copies them
+    await fresh_db.query("DELETE chunk_fts; DELETE audio_chunk_fts;")
+    rendered = (ROOT / "migrations" / "0004_fulltext_tables.surql.j2").read_text()
+    for table in ("chunk", "audio_chunk"):
+        backfill = next(line for line in rendered.splitlines() if line.startswith("INSERT INTO {{ t }}_fts"))
+        await fresh_db.query(backfill.replace("{{ t }}", table))
+    assert await mirrored() == 1

@@ -22,10 +22,13 @@ from conftest import drop, make_target
 EXPECTED_TABLES = {
     "document", "section", "chunk", "audio_chunk", "keyword", "knowledge_has_keyword",
     "document_link", "entity", "attribute", "relation", "mentions", "retrieval_trace",
+    "chunk_fts", "audio_chunk_fts",
 }
 EXPECTED_INDEXES = {
-    "chunk": {"chunk_text", "chunk_embedding", "chunk_document", "chunk_section"},
-    "audio_chunk": {"audio_chunk_text", "audio_chunk_embedding"},
+    "chunk": {"chunk_embedding", "chunk_document", "chunk_section"},
+    "audio_chunk": {"audio_chunk_embedding"},
+    "chunk_fts": {"chunk_fts_text", "chunk_fts_document"},
+    "audio_chunk_fts": {"audio_chunk_fts_text"},
     "keyword": {"keyword_text", "keyword_embedding"},
     "entity": {"entity_name", "entity_embedding"},
     "section": {"section_heading_embedding"},
@@ -73,7 +76,9 @@ async def test_fresh_migrate_creates_the_whole_schema(conn):
         have = set((await conn.query(f"INFO FOR TABLE {table}"))[0]["indexes"])
         assert wanted <= have, (table, wanted - have)
     chunk_indexes = (await conn.query("INFO FOR TABLE chunk"))[0]["indexes"]
-    assert "BM25(1.2,0.75)" in chunk_indexes["chunk_text"]
+    # full-text search reads the text-only copy (migrations/0004); no FT index on chunk
+    assert "chunk_text" not in chunk_indexes
+    assert "BM25(1.2,0.75)" in (await conn.query("INFO FOR TABLE chunk_fts"))[0]["indexes"]["chunk_fts_text"]
     assert "DIMENSION 384" in chunk_indexes["chunk_embedding"] and "COSINE" in chunk_indexes["chunk_embedding"]
     assert any(name.startswith("amem::") for name in db["functions"])
 

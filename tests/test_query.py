@@ -208,10 +208,11 @@ async def bm25_leg(conn, q: str) -> list[tuple[float, str]]:
     rows = []
     for table in ("chunk", "audio_chunk"):
         (part,) = await conn.query(
-            f"SELECT id, search::score(1) AS score FROM {table} WHERE text @1,OR@ $t ORDER BY score DESC, id ASC LIMIT 256",
+            f"SELECT id, search::score(1) AS score FROM {table}_fts WHERE text @1,OR@ $t ORDER BY score DESC, id ASC LIMIT 256",
             {"t": terms["text"]},
         )
-        rows += [(r["score"], str(r["id"])) for r in part]
+        # {table}_fts:<key> is the full-text copy of {table}:<key> (migrations/0004)
+        rows += [(r["score"], str(r["id"]).replace(f"{table}_fts:", f"{table}:", 1)) for r in part]
     rows.sort(key=lambda r: (-r[0], r[1]))
     return rows[:256]
 
@@ -718,7 +719,7 @@ async def test_query_plans_use_the_indexes(db, corpus):
     none_lens = [[]] * 16
     f_open = {"docs": None, "mimes": None, "lens": None, "clauses": none_lens}
     plan = await explain(db, "fn::amem::query::bm25_chunk", "search::score", f_open, text="return window")
-    assert "FullTextScan" in plan and "index: chunk_text" in plan
+    assert "FullTextScan" in plan and "index: chunk_fts_text" in plan
     plan = await explain(db, "fn::amem::query::vector_chunk", "<|256,", f_open, e=e)
     assert "KnnScan" in plan and "index: chunk_embedding" in plan and "k: 256" in plan
     f_docs = {**f_open, "docs": [rid("document", "returns"), rid("document", "warranty")]}

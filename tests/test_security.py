@@ -26,7 +26,7 @@ N_DOCS = 24  # per tenant
 WORDS = ("return policy refund window unopened items shipping rates invoice warranty claim battery "
          "replacement courier tracking customs duty exchange voucher loyalty points").split()
 TABLES = ["document", "section", "chunk", "audio_chunk", "keyword", "knowledge_has_keyword", "document_link",
-          "entity", "attribute", "relation", "mentions"]
+          "entity", "attribute", "relation", "mentions", "chunk_fts", "audio_chunk_fts"]
 
 
 def corpus(tenant: str) -> list[Item]:
@@ -257,6 +257,9 @@ async def test_raw_surrealql_cannot_cross_scopes(world):
         f"UPDATE {b_doc} SET title = 'pwned' RETURN AFTER", f"UPSERT {b_doc} SET title = 'pwned' RETURN AFTER",
         f"DELETE {b_doc} RETURN BEFORE", "DELETE chunk WHERE scope_keys CONTAINS 'org/b' RETURN BEFORE",
         "UPDATE chunk SET scopes = ['org/b'] RETURN AFTER", "UPDATE document SET scopes = ['org/a', 'org/b'] RETURN AFTER",
+        # the full-text copies are written by events only, never directly
+        "UPDATE chunk_fts SET text = 'pwned' RETURN AFTER", "DELETE chunk_fts RETURN BEFORE",
+        f"CREATE chunk_fts CONTENT {{text: 'x', document: {b_doc}, mime_type: 'text/plain', scopes: ['org/a']}} RETURN AFTER",
         "CREATE document CONTENT {text: 'x', mime_type: 'text/plain', content_hash: 'h', scopes: ['org/b']} RETURN AFTER",
         "CREATE document CONTENT {text: 'x', mime_type: 'text/plain', content_hash: 'h', scopes: []} RETURN AFTER",
         f"RELATE {b_doc}->document_link->{b_doc} SET href = 'x', scopes = ['org/a'] RETURN AFTER",
