@@ -27,7 +27,7 @@ EXPECTED_TABLES = {
 EXPECTED_INDEXES = {
     "chunk": {"chunk_embedding", "chunk_document", "chunk_section"},
     "audio_chunk": {"audio_chunk_embedding"},
-    "chunk_fts": {"chunk_fts_text", "chunk_fts_document"},
+    "chunk_fts": {"chunk_fts_text"},
     "audio_chunk_fts": {"audio_chunk_fts_text"},
     "keyword": {"keyword_text", "keyword_embedding"},
     "entity": {"entity_name", "entity_embedding"},
