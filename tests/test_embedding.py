@@ -374,3 +374,21 @@ def test_openai_spec_parsing():
         "http://localhost:11434", "nomic-embed-text:latest")
     assert parse_openai_spec("openai:https://api.example.test/v1:m") == ("https://api.example.test/v1", "m")
     assert parse_openai_spec("openai:http://[::1]:8000/v1:m") == ("http://[::1]:8000/v1", "m")
+
+
+def test_setup_statements_wait_out_a_lock_sqlite_reports_at_once(tmp_path):
+    # SQLite answers "database is locked" at once, without the busy handler,
+    # when another process holds the file while a connection switches it to
+    # WAL (seen in CI: two evals opening a new cache file together). The setup
+    # statements retry until the lock goes.
+    from amem_db.embedding.cache import _execute_retrying_busy
+
+    path = tmp_path / "locked.sqlite"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN EXCLUSIVE")
+    waiter = sqlite3.connect(path, timeout=0, isolation_level=None)
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        waiter.execute("PRAGMA journal_mode = WAL")  # what a single try gives
+    threading.Timer(0.3, lambda: holder.execute("COMMIT")).start()
+    _execute_retrying_busy(waiter, "PRAGMA journal_mode = WAL")
+    assert waiter.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

@@ -129,3 +129,12 @@ def test_eval_help_has_an_example():
     assert result.exit_code == 0 and "Example: amem-db eval" in result.output
     result = CliRunner().invoke(app, ["bench", "--help"])
     assert result.exit_code == 0 and "Example: amem-db bench" in result.output
+
+
+def test_missing_extra_is_a_one_line_error_naming_the_install():
+    from amem_db.cli_eval import _require
+    from amem_db.errors import AmemError
+
+    _require(["json"], "eval")  # present: nothing happens
+    with pytest.raises(AmemError, match=r"no_such_module_xyz not installed: pip install 'amem-db\[eval\]'"):
+        _require(["json", "no_such_module_xyz"], "eval")

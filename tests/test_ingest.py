@@ -421,3 +421,13 @@ async def test_fulltext_copies_follow_every_write(fresh_db, tmp_path):
         backfill = next(line for line in rendered.splitlines() if line.startswith("INSERT INTO {{ t }}_fts"))
         await fresh_db.query(backfill.replace("{{ t }}", table))
     assert await mirrored() == base + 1
+
+
+async def test_report_times_the_engine_apart_from_embedding(mem):
+    # the engine time is measured around the prepare/ingest round trips, not
+    # derived as total minus embedding: the two overlap (the next batch is
+    # embedded while the engine stores the previous one)
+    report = mem.sample_report
+    assert report.engine_seconds > 0 and report.embed_seconds > 0
+    assert report.engine_seconds <= report.seconds
+    assert report.embed_seconds <= report.seconds
