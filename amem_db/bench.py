@@ -46,6 +46,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from .evaluation import _STOP, dir_size, percentile
+
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
 DEFAULT_SYSTEMS = ("amem", "amem-ingest", "lancedb", "python")
 DEFAULT_INGEST_SIZES = (1_000, 10_000)
@@ -64,12 +66,8 @@ Progress = Callable[[str], None]
 
 # --------------------------------------------------------------------------- helpers
 def pct(values: list[float], p: float) -> float | None:
-    if not values:
-        return None
-    s = sorted(values)
-    idx = (len(s) - 1) * p / 100
-    lo, hi = math.floor(idx), math.ceil(idx)
-    return s[lo] + (s[hi] - s[lo]) * (idx - lo)
+    """evaluation.percentile, with None (JSON null) for no values."""
+    return percentile(values, p) if values else None
 
 
 def latency_summary(ms: list[float]) -> dict:
@@ -80,12 +78,6 @@ def latency_summary(ms: list[float]) -> dict:
 def peak_rss_mb() -> float:
     # ru_maxrss is in KiB on Linux
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def dir_size(path: Path) -> int:
-    if not path.exists():
-        return 0
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
 def machine_description() -> dict:
@@ -118,11 +110,11 @@ def machine_description() -> dict:
 
 
 def query_terms(text: str) -> str:
-    """The words the product's BM25 leg sends (fn::amem::query::terms): letters
-    and digits, English stop words dropped (all kept if nothing is left)."""
+    """The words the product's BM25 leg sends, for the peers that run without
+    SurrealDB (LanceDB, bm25s): a mirror of fn::amem::query::terms (letters
+    and digits, English stop words dropped, all kept if nothing is left);
+    tests/test_evaluation.py checks that the two agree."""
     import re
-
-    from .evaluation import _STOP
 
     words = [w for w in re.split(r"[^\w]+|_", text) if w]
     content = list(dict.fromkeys(w for w in words if w.lower() not in _STOP))
@@ -376,6 +368,11 @@ async def worker_amem(n: int, data_dir: Path, db_root: Path, backend: str, queri
         ef = max(int(result["settings"].get("candidate_pool", 256)), 64) if isinstance(result["settings"], dict) else 256
         floors = {}
         found_knn: list[list[int]] = []
+        # the words the product's BM25 leg sends, from its own stored function
+        terms = {}
+        for text in set(qtexts):
+            (t,) = await conn.query("RETURN fn::amem::query::terms($q)", {"q": text})
+            terms[text] = t["text"]
         for depth in FLOOR_DEPTHS:
             e = ef if depth >= 64 else 64
             # the product's BM25 leg reads the text-only copy (migrations/0004)
@@ -385,7 +382,7 @@ async def worker_amem(n: int, data_dir: Path, db_root: Path, backend: str, queri
                 times = []
                 for qi, (text, v) in enumerate([(qtexts[0], qvecs[0])] * reps + list(zip(qtexts, qvecs))):
                     t = time.perf_counter()
-                    out = await conn.query(sql, {"q": query_terms(text), "v": v.tolist()})
+                    out = await conn.query(sql, {"q": terms[text], "v": v.tolist()})
                     ms = (time.perf_counter() - t) * 1000
                     if qi >= reps:
                         times.append(ms)

@@ -138,3 +138,14 @@ def test_missing_extra_is_a_one_line_error_naming_the_install():
     _require(["json"], "eval")  # present: nothing happens
     with pytest.raises(AmemError, match=r"no_such_module_xyz not installed: pip install 'amem-db\[eval\]'"):
         _require(["json", "no_such_module_xyz"], "eval")
+
+
+async def test_bench_term_mirror_agrees_with_the_stored_function(db):
+    # the LanceDB / bm25s peers run without SurrealDB, so amem_db.bench keeps a
+    # Python copy of fn::amem::query::terms; both must send the same words
+    from amem_db.bench import query_terms
+
+    for q in ["What is the refund window for unopened items?", "MLWK3LL/A keyboard", "the of and",
+              "0-dimensional biomaterials show inductive properties", "IL-6 and TNF_alpha in 2019?"]:
+        (t,) = await db.query("RETURN fn::amem::query::terms($q)", {"q": q})
+        assert query_terms(q) == t["text"], q
