@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 
 DATASETS ?= ../shared/datasets
 
-.PHONY: install demo test eval bench clean
+.PHONY: install demo lint test test-fast functions goldens eval bench clean
 
 install: $(VENV)/.installed
 
@@ -24,8 +24,26 @@ demo: install
 	$(BIN)/amem-db query "MLWK3LL/A" --mode bm25 --k 3 --no-context
 	$(BIN)/amem-db keywords list --min-document-count 2 --limit 5
 
-test: install
+# ruff over the tree, mypy over amem_db/ (strict on the public client: pyproject)
+lint: install
+	$(BIN)/ruff check amem_db tests scripts
+	$(BIN)/mypy
+
+# the whole suite (= .ci/run = the README's second command): lint first
+test: install lint
 	$(BIN)/python -m pytest -q
+
+# the inner loop: everything but the `slow` marker (a few minutes)
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not slow"
+
+# docs/FUNCTIONS.md from the rendered surql/ (a test fails when it is stale)
+functions: install
+	$(BIN)/python -m amem_db.functions_doc --write
+
+# regenerate the query-plan golden files (tests/golden/)
+goldens: install
+	AMEM_UPDATE_GOLDENS=1 $(BIN)/python -m pytest -q tests/test_query.py -k plan
 
 # Retrieval quality per mode on the shared splits (docs/EVALUATION.md).
 eval: install

@@ -2,6 +2,5 @@
 
 __version__ = "0.1.0"
 
-from .errors import *  # noqa: E402,F401,F403  (the typed error tree is public API)
-
-from .client import Memory  # noqa: E402,F401
+from .client import Memory  # noqa: F401
+from .errors import *  # noqa: F403  (the typed error tree is public API)

@@ -43,8 +43,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .evaluation import _STOP, dir_size, percentile
 
@@ -451,7 +452,6 @@ async def worker_amem_ingest(n: int, data_root: Path, datasets: tuple[str, ...],
 
 def worker_lancedb(n: int, data_dir: Path, db_root: Path, queries: int, reps: int) -> dict:
     import lancedb
-    import numpy as np
     import pyarrow as pa
     from lancedb.rerankers import RRFReranker
 

@@ -13,17 +13,18 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Optional
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from . import __version__
+from .client import Memory
 from .connection import Target, close_quietly, open_connection, resolve_target
 from .errors import AmemError
-from .client import Memory
 from .migrator import Migrator
 
 app = typer.Typer(
@@ -41,13 +42,13 @@ err = Console(stderr=True, soft_wrap=True)  # an error is one line, never wrappe
 @app.callback()
 def _global(
     ctx: typer.Context,
-    url: Optional[str] = typer.Option(None, "--url", help="mem://, surrealkv://PATH, surrealkv+versioned://PATH, file://PATH, ws(s)://HOST:PORT, http(s)://HOST:PORT (env AMEM_URL)"),
-    ns: Optional[str] = typer.Option(None, "--ns", help="namespace (env AMEM_NS, default amem)"),
-    db: Optional[str] = typer.Option(None, "--db", help="database (env AMEM_DB, default main)"),
-    user: Optional[str] = typer.Option(None, "--user", help="user to sign in as on a server (env AMEM_USER)"),
-    password: Optional[str] = typer.Option(None, "--pass", help="password (env AMEM_PASS)"),
-    key: Optional[str] = typer.Option(None, "--key", help="NAME:SECRET from `amem-db grant`: connect as that scoped credential (env AMEM_KEY)"),
-    embedder: Optional[str] = typer.Option(None, "--embedder", envvar="AMEM_EMBEDDER",
+    url: str | None = typer.Option(None, "--url", help="mem://, surrealkv://PATH, surrealkv+versioned://PATH, file://PATH, ws(s)://HOST:PORT, http(s)://HOST:PORT (env AMEM_URL)"),
+    ns: str | None = typer.Option(None, "--ns", help="namespace (env AMEM_NS, default amem)"),
+    db: str | None = typer.Option(None, "--db", help="database (env AMEM_DB, default main)"),
+    user: str | None = typer.Option(None, "--user", help="user to sign in as on a server (env AMEM_USER)"),
+    password: str | None = typer.Option(None, "--pass", help="password (env AMEM_PASS)"),
+    key: str | None = typer.Option(None, "--key", help="NAME:SECRET from `amem-db grant`: connect as that scoped credential (env AMEM_KEY)"),
+    embedder: str | None = typer.Option(None, "--embedder", envvar="AMEM_EMBEDDER",
         help="embedding model: minilm (default), e5-small, or openai:URL:MODEL (env AMEM_EMBEDDER)"),
 ) -> None:
     ctx.obj = {"url": url, "ns": ns, "db": db, "user": user, "password": password, "key": key, "embedder": embedder}
@@ -96,11 +97,11 @@ def run(coro: Any) -> Any:
 @app.command()
 def migrate(
     ctx: typer.Context,
-    embedding_dim: Optional[int] = typer.Option(None, help="embedding dimension of the HNSW indexes (default 384; recorded, later runs keep it)"),
-    hnsw_m: Optional[int] = typer.Option(None, help="HNSW M (default 12)"),
-    hnsw_efc: Optional[int] = typer.Option(None, help="HNSW EFC (default 150)"),
-    candidate_pool: Optional[int] = typer.Option(None, help="candidates per retrieval leg (default 256)"),
-    analyzer_language: Optional[str] = typer.Option(None, help="snowball stemmer language of knowledge_text (default english)"),
+    embedding_dim: int | None = typer.Option(None, help="embedding dimension of the HNSW indexes (default 384; recorded, later runs keep it)"),
+    hnsw_m: int | None = typer.Option(None, help="HNSW M (default 12)"),
+    hnsw_efc: int | None = typer.Option(None, help="HNSW EFC (default 150)"),
+    candidate_pool: int | None = typer.Option(None, help="candidates per retrieval leg (default 256)"),
+    analyzer_language: str | None = typer.Option(None, help="snowball stemmer language of knowledge_text (default english)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="show the plan and check it inside a cancelled transaction; change nothing"),
     sql: bool = typer.Option(False, "--sql", help="print exactly the SurrealQL that would run, change nothing"),
     force_unlock: bool = typer.Option(False, "--force-unlock", help="remove a stale migrate lock left by a crashed run, then migrate"),

@@ -6,8 +6,6 @@ server); a --key connection is refused.
 
 from __future__ import annotations
 
-from typing import List
-
 import typer
 from rich.table import Table
 
@@ -22,8 +20,8 @@ app.add_typer(keys_app, name="keys")
 def grant(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="credential name (1-64 letters, digits, _ . @ -)"),
-    read: List[str] = typer.Option([], "--read", help="scope path it may read, e.g. org/acme (repeatable)"),
-    write: List[str] = typer.Option([], "--write", help="scope path it may write (and read) (repeatable)"),
+    read: list[str] = typer.Option([], "--read", help="scope path it may read, e.g. org/acme (repeatable)"),
+    write: list[str] = typer.Option([], "--write", help="scope path it may write (and read) (repeatable)"),
     admin: bool = typer.Option(False, "--admin", help="may call admin functions (documents::recompute_links)"),
     as_json: bool = typer.Option(False, "--json", help="print {principal, key} as JSON"),
 ) -> None:

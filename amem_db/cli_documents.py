@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -21,11 +19,11 @@ app.add_typer(keywords_app, name="keywords")
 @app.command()
 def ingest(
     ctx: typer.Context,
-    paths: List[Path] = typer.Argument(..., help="files or folders (recursive); a JSONL corpus {_id,title,text} gives one document per line"),
-    title: Optional[str] = typer.Option(None, help="title (single file only; default: from the document)"),
-    source: Optional[str] = typer.Option(None, help="source label (single file only; default: the path)"),
-    scope: List[str] = typer.Option([], "--scope", help="scope path of the documents, e.g. org/acme/support (repeatable)"),
-    mime_type: Optional[str] = typer.Option(None, help="skip detection, e.g. text/markdown"),
+    paths: list[Path] = typer.Argument(..., help="files or folders (recursive); a JSONL corpus {_id,title,text} gives one document per line"),
+    title: str | None = typer.Option(None, help="title (single file only; default: from the document)"),
+    source: str | None = typer.Option(None, help="source label (single file only; default: the path)"),
+    scope: list[str] = typer.Option([], "--scope", help="scope path of the documents, e.g. org/acme/support (repeatable)"),
+    mime_type: str | None = typer.Option(None, help="skip detection, e.g. text/markdown"),
     batch_size: int = typer.Option(16, help="documents per round trip and embedding batch"),
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
 ) -> None:
@@ -81,9 +79,9 @@ def ingest(
 @documents_app.command("list")
 def documents_list(
     ctx: typer.Context,
-    status: Optional[str] = typer.Option(None, help="processing | ready | failed"),
-    mime_type: List[str] = typer.Option([], "--mime-type", help="e.g. application/pdf (repeatable)"),
-    lens: List[str] = typer.Option([], "--lens", help="scope lens clause; comma joins paths (AND), repeat for OR"),
+    status: str | None = typer.Option(None, help="processing | ready | failed"),
+    mime_type: list[str] = typer.Option([], "--mime-type", help="e.g. application/pdf (repeatable)"),
+    lens: list[str] = typer.Option([], "--lens", help="scope lens clause; comma joins paths (AND), repeat for OR"),
     limit: int = typer.Option(20, help="page size (max 200)"),
     offset: int = typer.Option(0, help="skip this many"),
     as_json: bool = typer.Option(False, "--json"),
@@ -203,7 +201,7 @@ def keywords_list(
     sort: str = typer.Option("-document_count", help="-document_count | document_count | text | -text"),
     limit: int = typer.Option(50, help="page size (max 500)"),
     offset: int = typer.Option(0),
-    lens: List[str] = typer.Option([], "--lens", help="scope lens clause (repeat for OR; comma = AND)"),
+    lens: list[str] = typer.Option([], "--lens", help="scope lens clause (repeat for OR; comma = AND)"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Keywords across the corpus. Example: amem-db keywords list --min-document-count 3 --sort=-document_count"""

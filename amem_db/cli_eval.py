@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -40,17 +39,17 @@ def _embedder(ctx: typer.Context):
 @app.command("eval")
 def eval_command(
     ctx: typer.Context,
-    datasets: List[Path] = typer.Argument(..., help="BEIR-layout folder(s): corpus.jsonl, queries.jsonl, qrels/<split>.tsv"),
-    split: Optional[str] = typer.Option(None, help="qrels split to score (default: the only one in qrels/)"),
+    datasets: list[Path] = typer.Argument(..., help="BEIR-layout folder(s): corpus.jsonl, queries.jsonl, qrels/<split>.tsv"),
+    split: str | None = typer.Option(None, help="qrels split to score (default: the only one in qrels/)"),
     modes: str = typer.Option("bm25,vector,hybrid,hybrid_graph", help="comma-separated query modes; a mode the engine "
                               "does not implement yet is reported as not available"),
     k: int = typer.Option(50, help="passages requested per query (max 50); Recall@k is reported next to @10"),
-    compare: Optional[Path] = typer.Option(None, "--compare", help="an earlier report.json (or its folder): print deltas per metric and mode"),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="report folder (default results/eval/<dataset>/; "
+    compare: Path | None = typer.Option(None, "--compare", help="an earlier report.json (or its folder): print deltas per metric and mode"),
+    out_dir: Path | None = typer.Option(None, "--out", help="report folder (default results/eval/<dataset>/; "
                                            "with several datasets: <out>/<dataset>/ plus <out>/summary.*)"),
-    limit_queries: Optional[int] = typer.Option(None, help="score only the first N judged queries (quick runs)"),
-    threshold: Optional[float] = typer.Option(None, help="minimum cosine of the vector leg (default: the API default 0.5)"),
-    filter_json: Optional[str] = typer.Option(None, "--filter", help='query filter as JSON, passed to every query, '
+    limit_queries: int | None = typer.Option(None, help="score only the first N judged queries (quick runs)"),
+    threshold: float | None = typer.Option(None, help="minimum cosine of the vector leg (default: the API default 0.5)"),
+    filter_json: str | None = typer.Option(None, "--filter", help='query filter as JSON, passed to every query, '
                                               'e.g. \'{"mimeType": ["application/jsonl"]}\''),
     title: str = typer.Option("separate", help="separate: titles stay document metadata (the product's JSONL path); "
                               "prepend: title + blank line + text is what gets chunked, embedded and indexed"),

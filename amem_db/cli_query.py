@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from typing import List, Optional
 
 import typer
 from rich.markup import escape
@@ -32,16 +31,16 @@ def query(
     text: str = typer.Argument(..., help="what to look for"),
     mode: str = typer.Option("hybrid", "--mode", help="hybrid | vector | bm25 | hybrid_graph"),
     k: int = typer.Option(10, "--k", help="answer size (max 50; larger is clamped)"),
-    threshold: Optional[float] = typer.Option(None, help="minimum cosine similarity of the vector leg"),
-    vector_weight: Optional[float] = typer.Option(None, "--vector-weight", help="weight of the vector leg in RRF, 0..1 (default 0.5)"),
-    rrf_k: Optional[float] = typer.Option(None, "--rrf-k", help="RRF smoothing constant (default 60, > 0)"),
-    mime_type: List[str] = typer.Option([], "--mime-type", help="only these MIME types (repeatable)"),
-    document_id: List[str] = typer.Option([], "--document-id", help="only these documents (repeatable)"),
-    lens: List[str] = typer.Option([], "--lens", help="scope lens: comma joins paths (AND), repeat for OR"),
+    threshold: float | None = typer.Option(None, help="minimum cosine similarity of the vector leg"),
+    vector_weight: float | None = typer.Option(None, "--vector-weight", help="weight of the vector leg in RRF, 0..1 (default 0.5)"),
+    rrf_k: float | None = typer.Option(None, "--rrf-k", help="RRF smoothing constant (default 60, > 0)"),
+    mime_type: list[str] = typer.Option([], "--mime-type", help="only these MIME types (repeatable)"),
+    document_id: list[str] = typer.Option([], "--document-id", help="only these documents (repeatable)"),
+    lens: list[str] = typer.Option([], "--lens", help="scope lens: comma joins paths (AND), repeat for OR"),
     no_context: bool = typer.Option(False, "--no-context", help="no same-section contextHits"),
-    graph_edges: Optional[str] = typer.Option(None, "--graph-edges", help="hybrid_graph signals, comma-separated"),
-    graph_alpha: Optional[float] = typer.Option(None, "--graph-alpha", help="hybrid_graph: weight of the graph score (default 0.3)"),
-    graph_depth: Optional[int] = typer.Option(None, "--graph-depth", help="hybrid_graph: hops (default 1)"),
+    graph_edges: str | None = typer.Option(None, "--graph-edges", help="hybrid_graph signals, comma-separated"),
+    graph_alpha: float | None = typer.Option(None, "--graph-alpha", help="hybrid_graph: weight of the graph score (default 0.3)"),
+    graph_depth: int | None = typer.Option(None, "--graph-depth", help="hybrid_graph: hops (default 1)"),
     expand_graph: bool = typer.Option(False, "--expand-graph", help="hybrid_graph: include matched keywords/entities"),
     as_json: bool = typer.Option(False, "--json", help="the full response (results, contextHits, trace) as JSON"),
 ) -> None:

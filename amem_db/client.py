@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from .connection import WAL_REOPEN_BYTES, Target, close_quietly, open_connection, resolve_target, wal_bytes
 from .db import call
@@ -47,7 +47,7 @@ class Memory:
         password: str | None = None,
         *,
         embedder: Any | str | None = None,
-    ) -> "Memory":
+    ) -> Memory:
         """Connect (options > AMEM_* environment > embedded default). ``embedder``:
         an Embedder, or a spec such as "minilm", "e5-small", "openai:URL:MODEL"."""
         target = resolve_target(url, ns, db, user, password)
@@ -76,7 +76,7 @@ class Memory:
     async def close(self) -> None:
         await close_quietly(self.conn)
 
-    async def __aenter__(self) -> "Memory":
+    async def __aenter__(self) -> Memory:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -92,10 +92,10 @@ class Documents:
         self,
         content: str | Path | bytes,
         *,
-        title: Optional[str] = None,
-        source: Optional[str] = None,
-        scopes: Optional[list[str]] = None,
-        mime_type: Optional[str] = None,
+        title: str | None = None,
+        source: str | None = None,
+        scopes: list[str] | None = None,
+        mime_type: str | None = None,
         embed: bool = True,
     ) -> IngestResult:
         """Ingest one document from a path, raw bytes, or text. Raises the typed
@@ -121,7 +121,7 @@ class Documents:
         return await ingest_paths(self.mem.conn, self.mem.embedder, paths, progress=progress,
                                   after_batch=self.mem.reopen_if_wal_full, **kw)
 
-    async def get(self, id: str) -> Optional[Document]:
+    async def get(self, id: str) -> Document | None:
         row = await call(self.mem.conn, "fn::amem::documents::get", id)
         return Document(**row) if row else None
 
@@ -149,19 +149,19 @@ class Documents:
         *,
         mode: str = "hybrid",
         k: int = 10,
-        threshold: Optional[float] = None,
-        vector_weight: Optional[float] = None,
-        rrf_k: Optional[float] = None,
-        filter: Optional[dict] = None,
-        lens: Optional[list[list[str]]] = None,
-        expand_context: Optional[bool] = None,
-        graph_alpha: Optional[float] = None,
-        graph_depth: Optional[int] = None,
-        graph_edges: Optional[list[str]] = None,
-        expand_graph: Optional[bool] = None,
-        use_hyde: Optional[bool] = None,
-        decompose_query: Optional[bool] = None,
-        use_reranker: Optional[bool] = None,
+        threshold: float | None = None,
+        vector_weight: float | None = None,
+        rrf_k: float | None = None,
+        filter: dict | None = None,
+        lens: list[list[str]] | None = None,
+        expand_context: bool | None = None,
+        graph_alpha: float | None = None,
+        graph_depth: int | None = None,
+        graph_edges: list[str] | None = None,
+        expand_graph: bool | None = None,
+        use_hyde: bool | None = None,
+        decompose_query: bool | None = None,
+        use_reranker: bool | None = None,
     ) -> QueryResponse:
         """Ranked passages for ``query``: embeds it (unless mode is bm25), then ONE
         round trip to ``fn::amem::documents::query``. Options and defaults as the spec."""

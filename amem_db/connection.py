@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from surrealdb import AsyncSurreal
 
@@ -68,7 +69,7 @@ class Target:
     def describe(self) -> str:
         return f"{self.url} (ns={self.ns}, db={self.db})"
 
-    def with_database(self, ns: str, db: str) -> "Target":
+    def with_database(self, ns: str, db: str) -> Target:
         return replace(self, ns=ns, db=db)
 
 

@@ -54,13 +54,12 @@ from types import TracebackType
 from typing import Any
 
 import websockets
+from surrealdb.data.cbor import decode, encode
+from surrealdb_embedded import AsyncEmbeddedDB
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
-
-from surrealdb.data.cbor import decode, encode
-from surrealdb_embedded import AsyncEmbeddedDB
 
 __all__ = [
     "DevServer",
@@ -509,7 +508,7 @@ class DevServer:
             server.close(close_connections=True)
             try:
                 await asyncio.wait_for(server.wait_closed(), 15)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 logger.warning("dev server: connections did not close within 15 s")
         await self._close_engine()
         self._ws_url = None

@@ -35,9 +35,10 @@ import re
 import shutil
 import statistics
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import Any
 
 ALL_MODES = ("bm25", "vector", "hybrid", "hybrid_graph")
 DEFAULT_MODES = ALL_MODES
@@ -337,7 +338,7 @@ class Prepared:
     key: str
     cached: bool
     ingest: dict
-    db_path: Optional[Path] = None
+    db_path: Path | None = None
 
 
 def corpus_items(ds: Dataset, title_mode: str) -> list:
@@ -629,7 +630,7 @@ def render_markdown(report: dict, comparison: list[dict] | None = None) -> str:
     ]
     for mode, s in report["modes"].items():
         if not s["available"]:
-            lines.append(f"| {mode} | " + " | ".join("n/a" for _ in metrics) + f" | - | - | - |")
+            lines.append(f"| {mode} | " + " | ".join("n/a" for _ in metrics) + " | - | - | - |")
             continue
         lines.append(f"| {mode} | " + " | ".join(_fmt(s["metrics"][m]) for m in metrics)
                      + f" | {s['empty_results']} | {_fmt(s['latency_ms']['p50'], 1)} | {_fmt(s['latency_ms']['p95'], 1)} |")

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterable, Iterator
+from typing import Any
 
 from .db import call_each
 from .errors import from_thrown
 from .models import Document, IngestResult
-from .parsing import ParseError, ParsedDocument, parse_file
+from .parsing import ParsedDocument, ParseError, parse_file
 
 Progress = Callable[[str, dict], None]
 

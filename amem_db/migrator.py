@@ -24,7 +24,6 @@ import hashlib
 import json
 import os
 import socket
-import time
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path

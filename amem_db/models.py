@@ -4,7 +4,7 @@ stored functions' output; ids are plain strings such as ``document:01hx...``."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -21,19 +21,19 @@ class Keyword(_Model):
 
 class Document(_Model):
     id: str
-    title: Optional[str] = None
-    source: Optional[str] = None
-    source_id: Optional[str] = None
+    title: str | None = None
+    source: str | None = None
+    source_id: str | None = None
     mime_type: str
-    content_hash: Optional[str] = None
+    content_hash: str | None = None
     status: str
     chunk_count: int = 0
-    embedding_model: Optional[str] = None
-    summary: Optional[str] = None
-    metadata: Optional[dict[str, Any]] = None
+    embedding_model: str | None = None
+    summary: str | None = None
+    metadata: dict[str, Any] | None = None
     scopes: list[str] = []
-    created_at: Optional[datetime] = None
-    updated_at: Optional[datetime] = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
     keywords: list[Keyword] = []
 
 
@@ -42,9 +42,9 @@ class IngestResult(_Model):
 
     status: str
     name: str
-    document: Optional[Document] = None
-    error: Optional[str] = None
-    error_code: Optional[str] = None
+    document: Document | None = None
+    error: str | None = None
+    error_code: str | None = None
 
 
 class DocumentPage(_Model):
@@ -58,11 +58,11 @@ class Chunk(_Model):
     id: str
     text: str
     position: int
-    section: Optional[str] = None
+    section: str | None = None
     charStart: int
     charEnd: int
-    startS: Optional[float] = None
-    endS: Optional[float] = None
+    startS: float | None = None
+    endS: float | None = None
 
 
 class ChunkPage(_Model):
@@ -93,7 +93,7 @@ class KeywordPage(_Model):
 
 class KeywordDocument(_Model):
     id: str
-    title: Optional[str] = None
+    title: str | None = None
     score: float
 
 
@@ -121,7 +121,7 @@ class Hit(_Model):
     chunk: dict[str, Any]
     score: float
     document: dict[str, Any]
-    graphEvidence: Optional[list[dict[str, Any]]] = None
+    graphEvidence: list[dict[str, Any]] | None = None
 
 
 class ContextHit(_Model):
@@ -136,5 +136,5 @@ class QueryResponse(_Model):
     results: list[Hit]
     contextHits: list[ContextHit] = []
     queryMs: float = 0.0
-    trace: Optional[dict[str, Any]] = None
+    trace: dict[str, Any] | None = None
     warnings: list[str] = []

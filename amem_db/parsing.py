@@ -814,7 +814,7 @@ def _parse_pdf(data: bytes, label: str | None) -> list[ParsedDocument]:
         if reader.is_encrypted:
             try:
                 opened = reader.decrypt("") != PasswordType.NOT_DECRYPTED
-            except Exception:  # noqa: BLE001 - any failure means: still locked
+            except Exception:
                 opened = False
             if not opened:
                 raise CorruptFileError(
@@ -836,7 +836,7 @@ def _parse_pdf(data: bytes, label: str | None) -> list[ParsedDocument]:
             meta = reader.metadata
             if meta is not None and isinstance(meta.title, str):
                 title = _collapse(meta.title) or None
-        except Exception:  # noqa: BLE001 - a broken Info dict only costs the title
+        except Exception:
             title = None
 
         parts: list[str] = []

@@ -40,7 +40,7 @@ class SchemaSettings(BaseModel):
         """Search-time EF: at least the pool, so a pool-sized KNN can fill."""
         return max(self.candidate_pool, 64)
 
-    def merged(self, overrides: dict) -> "SchemaSettings":
+    def merged(self, overrides: dict) -> SchemaSettings:
         data = self.model_dump()
         data.update({k: v for k, v in overrides.items() if v is not None})
         return SchemaSettings(**data)

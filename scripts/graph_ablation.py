@@ -19,18 +19,16 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from amem_db import evaluation as ev  # noqa: E402
-from amem_db.client import Memory  # noqa: E402
-from amem_db.connection import Target, close_quietly, open_connection  # noqa: E402
-from amem_db.embedding import CachedEmbedder, get_embedder  # noqa: E402
-from amem_db.migrator import Migrator  # noqa: E402
+from amem_db import evaluation as ev
+from amem_db.client import Memory
+from amem_db.connection import Target, close_quietly, open_connection
+from amem_db.embedding import CachedEmbedder, get_embedder
+from amem_db.migrator import Migrator
 
 KINDS = ["knowledge_has_keyword", "mentions", "relation", "section_match", "document_link", "document_summary", "pagerank"]
 

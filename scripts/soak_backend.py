@@ -325,7 +325,7 @@ async def worker_insert(a) -> int:
             "WHERE text @1@ 'anisotropy' ORDER BY s DESC LIMIT 10"))
         res["bm25"] = {"rows": len(r), "s": round(dt, 3), "top": [str(x["id"]) for x in r[:3]],
                        "score0": r[0]["s"] if r else None}
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         res["bm25"] = {"error": exc_info(e)}
     log_line(log_path, f"BM25: {res['bm25']}")
     beat.beat(n, "queries")
@@ -334,7 +334,7 @@ async def worker_insert(a) -> int:
         ids = [str(x["id"]) for x in r]
         res["knn"] = {"rows": len(r), "s": round(dt, 3), "probe": f"chunk:{probe_id}",
                       "probe_found_first": bool(ids) and ids[0] == f"chunk:{probe_id}", "top": ids[:3]}
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         res["knn"] = {"error": exc_info(e)}
     log_line(log_path, f"KNN: {res['knn']}")
     beat.beat(n, "queries")
@@ -342,14 +342,14 @@ async def worker_insert(a) -> int:
     try:
         r, dt = await timed(q(db, f"SELECT * FROM chunk LIMIT 5 VERSION {TT_LITERAL}"))
         res["tt_literal"] = {"ok": True, "rows": len(r), "s": round(dt, 3)}
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         res["tt_literal"] = {"ok": False, "error": exc_info(e)}
     if tt_mark:
         try:
             ts = tt_mark
             r, dt = await timed(q(db, f"SELECT count() FROM chunk GROUP ALL VERSION d'{ts}'"))
             res["tt_mark"] = {"ok": True, "at": ts, "count": r[0]["count"] if r else 0, "s": round(dt, 3)}
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             res["tt_mark"] = {"ok": False, "error": exc_info(e)}
     log_line(log_path, f"time travel: {res.get('tt_literal')} mark: {res.get('tt_mark')}")
     beat.save(queries=res)
@@ -365,7 +365,7 @@ async def worker_insert(a) -> int:
     try:
         r = await db.query("SELECT count() FROM chunk WHERE id = chunk:0 GROUP ALL")
         beat.save(after_second_opener_ok=True)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         beat.save(after_second_opener_ok=False, after_second_opener_error=exc_info(e))
     beat.beat(n, "closing")
     _, close_s = await timed(db.close())
@@ -385,7 +385,7 @@ async def worker_second(a) -> int:
         r = await db.query("SELECT count() FROM chunk WHERE id = chunk:0 GROUP ALL")
         out = {"opened": True, "result": str(r)}
         await db.close()
-    except BaseException as e:  # noqa: BLE001
+    except BaseException as e:
         out = {"opened": False, "sdk": exc_info(e), "traceback_tail": traceback.format_exc().splitlines()[-3:]}
     out["s"] = round(time.perf_counter() - t, 3)
     # and the raw extension, below the SDK's error mapping
@@ -396,7 +396,7 @@ async def worker_second(a) -> int:
         await raw.connect()
         out["raw_opened"] = True
         await raw.close()
-    except BaseException as e:  # noqa: BLE001
+    except BaseException as e:
         out["raw"] = exc_info(e)
     Path(a.out).write_text(json.dumps(out, indent=1))
     return 0
@@ -420,7 +420,7 @@ async def worker_reopen(a) -> int:
         out["knn_rows"], out["knn_s"] = len(r), round(dt, 3)
         out["knn_probe_first"] = bool(ids) and ids[0] == "chunk:0"
         _, out["close_s"] = await timed(db.close())
-    except BaseException as e:  # noqa: BLE001
+    except BaseException as e:
         out["error"] = exc_info(e)
     Path(a.out).write_text(json.dumps(out, indent=1, default=str))
     return 0
@@ -437,14 +437,14 @@ def dump_stacks(pid: int, dest: Path) -> str:
             p = subprocess.run([pyspy, "dump", "--native", "--pid", str(pid)], capture_output=True,
                                text=True, timeout=90)
             parts.append("## py-spy dump --native\n" + p.stdout + p.stderr)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             parts.append(f"py-spy failed: {e!r}")
     if shutil.which("gdb"):
         try:
             p = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt 25"],
                                capture_output=True, text=True, timeout=120)
             parts.append("## gdb thread apply all bt\n" + p.stdout[-60000:])
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             parts.append(f"gdb failed: {e!r}")
     lines = []
     for stat in sorted(glob.glob(f"/proc/{pid}/task/*/stat")):
@@ -455,7 +455,7 @@ def dump_stacks(pid: int, dest: Path) -> str:
             comm = s[s.index("(") + 1 : s.rindex(")")]
             state = s[s.rindex(")") + 2]
             lines.append(f"tid={tid} comm={comm} state={state} wchan={wchan}")
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
     parts.append("## /proc task states\n" + "\n".join(lines))
     text = "\n\n".join(parts)
@@ -509,7 +509,7 @@ def run_backend(backend: str, a) -> dict:
         time.sleep(1.0)
         try:
             b = json.loads(hb.read_text())
-        except Exception:  # noqa: BLE001
+        except Exception:
             b = {"rows": 0, "phase": "start", "t": t_start}
         phase = b["phase"]
         if phase != "insert":
@@ -547,7 +547,7 @@ def run_backend(backend: str, a) -> dict:
     result["wall_s"] = round(time.time() - t_start, 1)
     try:
         result["worker"] = json.loads((run_dir / "status.json").read_text())
-    except Exception:  # noqa: BLE001
+    except Exception:
         result["worker"] = {}
     result["hang"] = hung
     result["second_opener"] = second
@@ -691,7 +691,7 @@ def main() -> None:
     code = 1
     try:
         code = asyncio.run(fn(a))
-    except BaseException:  # noqa: BLE001
+    except BaseException:
         traceback.print_exc()
         sys.stdout.flush()
         sys.stderr.flush()

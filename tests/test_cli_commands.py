@@ -4,10 +4,8 @@ embedded surrealkv database (hash embedder: named explicitly, fast)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-
 from test_cli import ROOT, amem, one_line_error
 
 SAMPLE = ROOT / "examples" / "sample-corpus"

@@ -1,6 +1,5 @@
 """Where the database is: options > environment > embedded default; engine version range."""
 
-from pathlib import Path
 
 import pytest
 

@@ -12,6 +12,14 @@ from collections.abc import AsyncIterator
 
 import pytest
 import websockets
+from devserver_fixture import (  # noqa: F401  (dev_server is a fixture)
+    ROOT_PASSWORD,
+    ROOT_USER,
+    background_dev_server,
+    dev_server,
+    started_dev_server,
+    unique_name,
+)
 from surrealdb import AsyncSurreal, Surreal
 from surrealdb.data.cbor import decode, encode
 from surrealdb.data.types.record_id import RecordID
@@ -25,15 +33,6 @@ from surrealdb.errors import (
 
 from amem_db import devserver as ds
 from amem_db.devserver import DevServer, DevServerError
-from devserver_fixture import (  # noqa: F401  (dev_server is a fixture)
-    ROOT_PASSWORD,
-    ROOT_USER,
-    background_dev_server,
-    dev_server,
-    started_dev_server,
-    unique_name,
-)
-
 
 ROOT = {"username": ROOT_USER, "password": ROOT_PASSWORD}
 

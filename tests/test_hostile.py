@@ -13,6 +13,7 @@ import json
 
 import pytest
 import pytest_asyncio
+from devserver_fixture import ROOT_PASSWORD, ROOT_USER, dev_server, unique_name  # noqa: F401
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -23,7 +24,6 @@ from amem_db.embedding import get_embedder
 from amem_db.errors import AmemError, InvalidInput
 from amem_db.ingest import Item, ingest_items
 from amem_db.migrator import Migrator
-from devserver_fixture import ROOT_PASSWORD, ROOT_USER, dev_server, unique_name  # noqa: F401
 
 DIM = 384
 TABLES = ["document", "section", "chunk", "audio_chunk", "keyword", "knowledge_has_keyword", "document_link",
@@ -118,7 +118,7 @@ def generate(strategy, n: int) -> list:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env(dev_server):  # noqa: F811
+async def env(dev_server):
     ns = unique_name("hostile")
     url = dev_server.ws_url
     root = await open_connection(Target(url=url, ns=ns, db="test", user=ROOT_USER, password=ROOT_PASSWORD))
@@ -171,7 +171,7 @@ async def test_hostile_input_every_function(env):
                 ok = False
                 counts["typed_errors"] += 1
                 assert "64-bit" in str(exc) or "JSON" in str(exc), exc
-            except Exception as exc:  # noqa: BLE001  an untyped error is a finding
+            except Exception as exc:
                 ok = False
                 failures.append((fn, who, repr(args)[:300], f"{type(exc).__name__}: {str(exc)[:300]}"))
             after = await checksum(root)

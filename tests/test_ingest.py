@@ -4,7 +4,6 @@ explicitly); tests/test_ingest_model.py runs the real model."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import random
 import signal
@@ -21,7 +20,7 @@ from amem_db.connection import Target, close_quietly, open_connection
 from amem_db.db import call
 from amem_db.embedding import get_embedder
 from amem_db.errors import EmbeddingMismatch, InvalidInput, NotFound
-from amem_db.ingest import Item, doc_object, ingest_items
+from amem_db.ingest import doc_object
 from amem_db.migrator import Migrator
 from amem_db.parsing import parse
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 from pathlib import Path
 
 import pytest
+from conftest import drop, make_target
 
 from amem_db.connection import close_quietly, open_connection
 from amem_db.errors import (
@@ -17,7 +17,6 @@ from amem_db.errors import (
     MigrationOutOfOrder,
 )
 from amem_db.migrator import Migrator, bundled_dir
-from conftest import drop, make_target
 
 EXPECTED_TABLES = {
     "document", "section", "chunk", "audio_chunk", "keyword", "knowledge_has_keyword",

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import drop, make_target
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from surrealdb import RecordID
@@ -25,7 +25,6 @@ from surrealdb.errors import ThrownError
 from amem_db.connection import close_quietly, open_connection
 from amem_db.migrator import Migrator, bundled_dir, render_dir
 from amem_db.settings import SchemaSettings
-from conftest import drop, make_target
 
 DIM = 384
 Q_CALL = "RETURN fn::amem::documents::query($q, $e, $o)"

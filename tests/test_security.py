@@ -12,6 +12,7 @@ import sys
 
 import pytest
 import pytest_asyncio
+from devserver_fixture import ROOT_PASSWORD, ROOT_USER, dev_server, unique_name  # noqa: F401
 
 from amem_db import access
 from amem_db.connection import Target, close_quietly, open_connection
@@ -20,7 +21,6 @@ from amem_db.embedding import get_embedder
 from amem_db.errors import AmemError, AuthenticationFailed, NotFound, NotImplementedMode, PermissionDenied
 from amem_db.ingest import Item, ingest_items
 from amem_db.migrator import Migrator
-from devserver_fixture import ROOT_PASSWORD, ROOT_USER, dev_server, unique_name  # noqa: F401
 
 N_DOCS = 24  # per tenant
 WORDS = ("return policy refund window unopened items shipping rates invoice warranty claim battery "
@@ -66,7 +66,7 @@ class World:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def world(dev_server):  # noqa: F811
+async def world(dev_server):
     w = World()
     w.ns = unique_name("sec")
     w.url = dev_server.ws_url

@@ -7,11 +7,11 @@ import asyncio
 import sys
 
 import pytest
+from devserver_fixture import ROOT_PASSWORD, ROOT_USER, dev_server, dev_server_url, unique_name  # noqa: F401
 
 from amem_db.connection import Target, close_quietly, open_connection
 from amem_db.errors import AuthenticationFailed, MigrationLocked
 from amem_db.migrator import Migrator
-from devserver_fixture import ROOT_PASSWORD, ROOT_USER, dev_server, dev_server_url, unique_name  # noqa: F401
 
 
 def ws_target(url: str, ns: str, password: str = ROOT_PASSWORD) -> Target:

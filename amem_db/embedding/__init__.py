@@ -18,15 +18,15 @@ import os as _os
 # Set here, early, in case anything imports onnxruntime before our loader.
 _os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
-from .base import THREADS_ENV, Embedder, embed_threads  # noqa: E402
-from .cache import (  # noqa: E402
+from .base import THREADS_ENV, Embedder, embed_threads
+from .cache import (
     CACHE_DIR_ENV,
     CachedEmbedder,
     CacheStats,
     EmbeddingStore,
     default_cache_path,
 )
-from .factory import DEFAULT_SPEC, VALID_SPECS, get_embedder  # noqa: E402
+from .factory import DEFAULT_SPEC, VALID_SPECS, get_embedder
 
 __all__ = [
     "CACHE_DIR_ENV",

@@ -70,7 +70,7 @@ class E5SmallEmbedder:
     def __repr__(self) -> str:
         return f"E5SmallEmbedder(name={self.name!r}, threads={self.threads})"
 
-    def load(self) -> "E5SmallEmbedder":
+    def load(self) -> E5SmallEmbedder:
         with self._load_lock:
             if self._model is None:
                 self._model = _load_engine(self.threads)

@@ -147,7 +147,7 @@ class MiniLMEmbedder:
     def __repr__(self) -> str:
         return f"MiniLMEmbedder(name={self.name!r}, threads={self.threads})"
 
-    def load(self) -> "MiniLMEmbedder":
+    def load(self) -> MiniLMEmbedder:
         """Load tokenizer and model now (otherwise the first embed does)."""
         with self._load_lock:
             if self._session is None:

@@ -1,0 +1,57 @@
+"""Facts that both the SurrealQL and the Python side need, defined once.
+
+The migrator passes every name in ``RENDER_CONTEXT`` into the jinja render of
+``surql/`` and ``migrations/``, so a stored function and the Python code read
+the same value; there is no second copy to drift. Changing one of these
+changes the rendered SurrealQL (and therefore its checksum), so the next
+``amem-db migrate`` re-applies what depends on it.
+"""
+
+from __future__ import annotations
+
+# k: the spec's default and maximum (documents.query clamps above the maximum)
+DEFAULT_K = 10
+MAX_K = 50
+
+# a DNF lens has at most this many clauses; the query legs unroll them into
+# $c0..$c15 so the engine can test them before decoding a record (surql/_macros.j2)
+LENS_SLOTS = 16
+
+# the MIME types the parsers produce (amem_db/parsing): counted by literal from
+# the chunk_mime_type index (an index-only count needs a literal value)
+MIME_TEXT = "text/plain"
+MIME_MARKDOWN = "text/markdown"
+MIME_HTML = "text/html"
+MIME_PDF = "application/pdf"
+MIME_VTT = "text/vtt"
+MIME_SRT = "application/x-subrip"
+MIME_JSONL = "application/jsonl"
+KNOWN_MIME_TYPES: tuple[str, ...] = (MIME_TEXT, MIME_MARKDOWN, MIME_HTML, MIME_PDF, MIME_VTT, MIME_SRT, MIME_JSONL)
+
+# tables holding vectors whose length the HNSW dimension fixes: (table, field)
+EMBEDDING_FIELDS: tuple[tuple[str, str], ...] = (
+    ("chunk", "embedding"),
+    ("audio_chunk", "embedding"),
+    ("section", "heading_embedding"),
+    ("document", "summary_embedding"),
+    ("keyword", "embedding"),
+    ("entity", "embedding"),
+)
+
+# English stop words dropped from BM25 queries (fn::amem::query::terms) and
+# from the evaluation's query-type heuristic
+QUERY_STOPWORDS: tuple[str, ...] = tuple("""a about above after again against all am an and any are as at be because been
+before being below between both but by can could did do does doing down during each few for from further had has
+have having he her here hers herself him himself his how i if in into is it its itself just me more most my myself
+no nor not now of off on once only or other our ours ourselves out over own s same she should so some such t than
+that the their theirs them themselves then there these they this those through to too under until up very was we
+were what when where which while who whom why will with would you your yours yourself yourselves""".split())
+
+RENDER_CONTEXT: dict[str, object] = {
+    "default_k": DEFAULT_K,
+    "max_k": MAX_K,
+    "lens_slots": LENS_SLOTS,
+    "known_mimes": list(KNOWN_MIME_TYPES),
+    "embedding_fields": [list(x) for x in EMBEDDING_FIELDS],
+    "query_stopwords": list(QUERY_STOPWORDS),
+}
