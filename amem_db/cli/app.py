@@ -12,7 +12,6 @@ the embedded default (``connection.resolve_target``).
 from __future__ import annotations
 
 import asyncio
-import functools
 import inspect
 import json
 import os
@@ -213,8 +212,9 @@ def command(options: tuple[str, ...] = CONNECTION) -> Callable[[Callable[..., An
             except AmemError as exc:
                 raise fail(exc) from None
 
-        functools.update_wrapper(wrapper, fn)
-        del wrapper.__wrapped__  # typer must see the signature below, not fn's
+        # fn's name and help text, but not __wrapped__: typer must see the signature below
+        for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+            setattr(wrapper, attr, getattr(fn, attr))
         wrapper.__signature__ = sig.replace(parameters=params, return_annotation=None)  # type: ignore[attr-defined]
         wrapper.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
         return wrapper

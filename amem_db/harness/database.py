@@ -32,7 +32,7 @@ def schema_checksum() -> str:
     from amem_db.migrator import bundled_dir, render_dir
     from amem_db.settings import SchemaSettings
 
-    settings = SchemaSettings()
+    settings = SchemaSettings.model_validate({})  # the defaults
     scripts = render_dir(bundled_dir("migrations"), "migration", {})
     scripts += [s for s in render_dir(bundled_dir("surql"), "desired", settings.model_dump() | {"hnsw_ef": settings.hnsw_ef})
                 if s.key.startswith(_DATA_SHAPING_KEYS)]
@@ -55,10 +55,10 @@ class Prepared:
     url: str
     key: str
     cached: bool
-    ingest: dict
+    ingest: dict[str, Any]
     db_path: Path | None = None
 
-def corpus_items(ds: Dataset, title_mode: str) -> list:
+def corpus_items(ds: Dataset, title_mode: str) -> list[Any]:
     """The product's JSONL items (source ``path#_id``); ``prepend`` puts the title
     in front of the body (title + blank line + text) so it is chunked, embedded
     and BM25-indexed like the body."""

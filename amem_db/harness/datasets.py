@@ -79,5 +79,5 @@ def load_dataset(path: str | Path, split: str | None = None, *, limit_queries: i
                    queries={q: all_queries[q] for q in order}, qrels=qrels, corpus_docs=len(texts),
                    titles=titles, texts=texts)
 
-def _natural_key(s: str) -> tuple:
+def _natural_key(s: str) -> tuple[int, int, str]:
     return (0, int(s), "") if s.isdigit() else (1, 0, s)

@@ -59,7 +59,7 @@ class ModeRun:
     seconds: float = 0.0
 
 async def run_mode(mem: Any, ds: Dataset, mode: str, *, k: int = MAX_K, threshold: float | None = None,
-                   filter: dict | None = None, progress: Progress | None = None) -> ModeRun:
+                   filter: dict[str, Any] | None = None, progress: Progress | None = None) -> ModeRun:
     """Every query of the dataset in one mode; a mode the engine does not
     implement yet (amem:not_implemented) is reported, not raised."""
     from amem_db.errors import NotImplementedMode
@@ -90,7 +90,7 @@ async def run_mode(mem: Any, ds: Dataset, mode: str, *, k: int = MAX_K, threshol
     run.seconds = time.perf_counter() - started
     return run
 
-def mode_summary(ds: Dataset, run: ModeRun, tags: dict[str, dict], metrics: list[str]) -> dict:
+def mode_summary(ds: Dataset, run: ModeRun, tags: dict[str, dict[str, Any]], metrics: list[str]) -> dict[str, Any]:
     if not run.available:
         return {"available": False, "reason": run.error}
     by_type = {}
@@ -116,7 +116,7 @@ def mode_summary(ds: Dataset, run: ModeRun, tags: dict[str, dict], metrics: list
         "seconds": round(run.seconds, 2),
     }
 
-def engine_info() -> dict:
+def engine_info() -> dict[str, Any]:
     import platform
 
     from amem_db import __version__
@@ -138,9 +138,9 @@ def _cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 0)
 
 async def evaluate_dataset(ds: Dataset, embedder: Any, *, modes: list[str], k: int = MAX_K,
-                           threshold: float | None = None, filter: dict | None = None, title_mode: str = "separate", url: str | None = None,
+                           threshold: float | None = None, filter: dict[str, Any] | None = None, title_mode: str = "separate", url: str | None = None,
                            db_dir: Path = DEFAULT_DB_DIR, fresh: bool = False,
-                           progress: Progress | None = None) -> dict:
+                           progress: Progress | None = None) -> dict[str, Any]:
     """Ingest (or reuse), run every mode, return the report dict."""
     from amem_db.connection import close_quietly
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from amem_db.constants import QUERY_STOPWORDS
 
@@ -53,7 +54,7 @@ def lexical_overlap(query: str, relevant_texts: Iterable[str]) -> float | None:
     vocab = {_stem(w) for t in relevant_texts for w in content_words(t)}
     return len(words & vocab) / len(words)
 
-def tag_query(text: str, relevant_texts: list[str]) -> dict:
+def tag_query(text: str, relevant_texts: list[str]) -> dict[str, Any]:
     """The query type (spec 001: exact-identifier / paraphrase / mixed / no-answer)
     and the lexical-overlap bucket. Heuristic, documented in docs/EVALUATION.md:
 
@@ -81,14 +82,14 @@ def tag_query(text: str, relevant_texts: list[str]) -> dict:
     bucket = None if overlap is None else ("low-overlap" if overlap < 0.5 else "high-overlap")
     return {"type": qtype, "identifiers": ids, "overlap": overlap, "overlap_bucket": bucket}
 
-def tag_queries(ds: Dataset) -> dict[str, dict]:
+def tag_queries(ds: Dataset) -> dict[str, dict[str, Any]]:
     tags = {}
     for qid, text in ds.queries.items():
         rel = [f"{ds.titles.get(d, '')} {ds.texts.get(d, '')}" for d in ds.relevant(qid) if d in ds.texts]
         tags[qid] = tag_query(text, rel)
     return tags
 
-def tag_table(tags: dict[str, dict]) -> dict[str, int]:
+def tag_table(tags: dict[str, dict[str, Any]]) -> dict[str, int]:
     """Counts per query type and overlap bucket."""
     counts = {t: 0 for t in QUERY_TYPES + OVERLAP_BUCKETS}
     for t in tags.values():

@@ -20,7 +20,7 @@ def _fmt(v: Any, digits: int = 4) -> str:
         return f"{v:.{digits}f}"
     return str(v)
 
-def render_markdown(report: dict, comparison: list[dict] | None = None) -> str:
+def render_markdown(report: dict[str, Any], comparison: list[dict[str, Any]] | None = None) -> str:
     metrics = report["metrics"]
     lines = [f"# Retrieval evaluation: {report['dataset']} ({report['split']} split)", ""]
     db = report["database"]
@@ -79,7 +79,7 @@ def render_markdown(report: dict, comparison: list[dict] | None = None) -> str:
         lines += ["", "## Compared with the previous report", "", render_comparison(comparison)]
     return "\n".join(lines) + "\n"
 
-def compare_reports(new: dict, old: dict) -> list[dict]:
+def compare_reports(new: dict[str, Any], old: dict[str, Any]) -> list[dict[str, Any]]:
     """Deltas (new - old) per mode and metric present in both."""
     rows = []
     for mode, s in new["modes"].items():
@@ -94,7 +94,7 @@ def compare_reports(new: dict, old: dict) -> list[dict]:
                 rows.append({"mode": mode, "metric": metric, "old": ov, "new": nv, "delta": nv - ov})
     return rows
 
-def render_comparison(rows: list[dict]) -> str:
+def render_comparison(rows: list[dict[str, Any]]) -> str:
     out = ["| mode | metric | old | new | delta |", "|---|---|---|---|---|"]
     for r in rows:
         if r["metric"] is None:
@@ -103,7 +103,7 @@ def render_comparison(rows: list[dict]) -> str:
             out.append(f"| {r['mode']} | {r['metric']} | {r['old']:.4f} | {r['new']:.4f} | {r['delta']:+.4f} |")
     return "\n".join(out)
 
-def plot_reports(reports: list[dict], path: Path) -> Path:
+def plot_reports(reports: list[dict[str, Any]], path: Path) -> Path:
     """Grouped bars: one panel per metric, datasets on x, one bar per mode."""
     import matplotlib
 
@@ -134,7 +134,7 @@ def plot_reports(reports: list[dict], path: Path) -> Path:
     plt.close(fig)
     return path
 
-def write_report(report: dict, out_dir: Path, comparison: list[dict] | None = None) -> dict[str, Path]:
+def write_report(report: dict[str, Any], out_dir: Path, comparison: list[dict[str, Any]] | None = None) -> dict[str, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"json": out_dir / "report.json", "md": out_dir / "report.md", "png": out_dir / "report.png"}
     data = dict(report)
@@ -145,8 +145,9 @@ def write_report(report: dict, out_dir: Path, comparison: list[dict] | None = No
     plot_reports([report], paths["png"])
     return paths
 
-def load_report(path: str | Path) -> dict:
+def load_report(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if p.is_dir():
         p = p / "report.json"
-    return json.loads(p.read_text())
+    report: dict[str, Any] = json.loads(p.read_text())
+    return report

@@ -20,7 +20,7 @@ MODE_OPTIONS = {"hybrid_graph_depth2": {"mode": "hybrid_graph", "graphDepth": 2}
 FLOOR_DEPTHS = (256, 50)
 
 
-async def worker_amem(n: int, data_dir: Path, db_root: Path, backend: str, queries: int, batch: int, reps: int) -> dict:
+async def worker_amem(n: int, data_dir: Path, db_root: Path, backend: str, queries: int, batch: int, reps: int) -> dict[str, Any]:
     import numpy as np
 
     from amem_db.connection import Target, close_quietly, open_connection
@@ -41,7 +41,7 @@ async def worker_amem(n: int, data_dir: Path, db_root: Path, backend: str, queri
         (settings,) = await conn.query("SELECT * OMIT id FROM ONLY amem_setting:schema")
         result["settings"] = plain(settings)
         # documents first (no vector or full-text index on document here), then chunks
-        docs: dict[str, dict] = {}
+        docs: dict[str, dict[str, Any]] = {}
         for r in rows:
             d = docs.setdefault(r["doc"], {"id": r["doc"], "title": r["title"], "source": r["source"], "n": 0})
             d["n"] += 1
@@ -92,7 +92,7 @@ async def worker_amem(n: int, data_dir: Path, db_root: Path, backend: str, queri
         lat: dict[str, list[float]] = {}
         engine_ms: dict[str, list[float]] = {}
         unavailable = {}
-        found_vec: list[list[int]] = []
+        found_vec: list[list[int | None]] = []
         stages: dict[str, dict[str, list[float]]] = {}
         for mode in AMEM_MODES:
             lat[mode], engine_ms[mode] = [], []
@@ -127,7 +127,7 @@ async def worker_amem(n: int, data_dir: Path, db_root: Path, backend: str, queri
         # the raw engine floor, same data, one round trip each
         ef = max(int(result["settings"].get("candidate_pool", 256)), 64) if isinstance(result["settings"], dict) else 256
         floors = {}
-        found_knn: list[list[int]] = []
+        found_knn: list[list[int | None]] = []
         # the words the product's BM25 leg sends, from its own stored function
         terms = {}
         for text in set(qtexts):
@@ -161,14 +161,14 @@ async def worker_amem(n: int, data_dir: Path, db_root: Path, backend: str, queri
     return result
 
 
-def _rid(table: str, key: Any):
+def _rid(table: str, key: Any) -> Any:
     from surrealdb import RecordID
 
     return RecordID(table, key)
 
 
 async def worker_amem_ingest(n: int, data_root: Path, datasets: tuple[str, ...], db_root: Path, backend: str,
-                             embedder_spec: str | None) -> dict:
+                             embedder_spec: str | None) -> dict[str, Any]:
     """The product path: whole documents through prepare -> embed -> ingest until n chunks."""
     from amem_db.connection import Target, close_quietly, open_connection
     from amem_db.embedding import CachedEmbedder, get_embedder

@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 DEFAULT_DATASETS = ("scifact", "cranfield", "cisi")
 DEFAULT_DATA_ROOT = Path("/work/shared/datasets")
@@ -17,6 +17,7 @@ DATA_VERSION = 1
 PERTURB_NORM = 0.1
 
 Progress = Callable[[str], None]
+T = TypeVar("T")
 
 
 def data_paths(data_dir: Path) -> dict[str, Path]:
@@ -24,7 +25,7 @@ def data_paths(data_dir: Path) -> dict[str, Path]:
             "qvectors": data_dir / "query_vectors.npy"}
 
 
-async def chunk_documents(docs: list[dict], progress: Progress | None) -> list[dict]:
+async def chunk_documents(docs: list[dict[str, Any]], progress: Progress | None) -> list[dict[str, Any]]:
     """Cut bodies with the product's chunker (fn::amem::chunk::split) on a mem:// engine."""
     from amem_db.connection import Target, close_quietly, open_connection
     from amem_db.db import call, call_each
@@ -55,7 +56,7 @@ async def chunk_documents(docs: list[dict], progress: Progress | None) -> list[d
 
 def build_data(data_dir: Path, embedder: Any, *, datasets: tuple[str, ...] = DEFAULT_DATASETS,
                data_root: Path = DEFAULT_DATA_ROOT, queries_per_dataset: int = 40,
-               progress: Progress | None = None) -> dict:
+               progress: Progress | None = None) -> dict[str, Any]:
     """Passages, their vectors and the bench queries, cached in ``data_dir``."""
     import numpy as np
 
@@ -63,11 +64,11 @@ def build_data(data_dir: Path, embedder: Any, *, datasets: tuple[str, ...] = DEF
 
     paths = data_paths(data_dir)
     if paths["meta"].exists() and paths["vectors"].exists() and paths["qvectors"].exists():
-        meta = json.loads(paths["meta"].read_text())
+        meta: dict[str, Any] = json.loads(paths["meta"].read_text())
         if meta.get("version") == DATA_VERSION and meta.get("embedder") == embedder.name:
             return meta
     data_dir.mkdir(parents=True, exist_ok=True)
-    per_ds: list[list[dict]] = []
+    per_ds: list[list[dict[str, Any]]] = []
     queries: list[str] = []
     for name in datasets:
         ds_docs = []
@@ -106,13 +107,14 @@ def build_data(data_dir: Path, embedder: Any, *, datasets: tuple[str, ...] = DEF
     return meta
 
 
-def roundrobin(groups: list[list[dict]]):
+def roundrobin(groups: list[list[T]]) -> Iterator[list[T]]:
+    """Row i: the i-th element of every group that has one."""
     longest = max(len(g) for g in groups)
     for i in range(longest):
         yield [g[i] for g in groups if i < len(g)]
 
 
-def corpus_of(data_dir: Path, n: int):
+def corpus_of(data_dir: Path, n: int) -> tuple[list[dict[str, Any]], Any, list[str], Any, dict[str, Any]]:
     """The first n passages (repeated with fresh ids past the real ones) and their vectors."""
     import numpy as np
 

@@ -7,7 +7,9 @@ import os
 import platform
 import resource
 import statistics
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ..common import percentile
 
@@ -17,7 +19,7 @@ def pct(values: list[float], p: float) -> float | None:
     return percentile(values, p) if values else None
 
 
-def latency_summary(ms: list[float]) -> dict:
+def latency_summary(ms: list[float]) -> dict[str, Any]:
     return {"n": len(ms), "p50": pct(ms, 50), "p95": pct(ms, 95), "p99": pct(ms, 99),
             "mean": statistics.fmean(ms) if ms else None}
 
@@ -27,7 +29,7 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def exact_topk(vectors, qv, k: int):
+def exact_topk(vectors: Any, qv: Any, k: int) -> list[list[int]]:
     """Exact cosine top-k (numpy): ground truth for recall."""
     import numpy as np
 
@@ -37,16 +39,16 @@ def exact_topk(vectors, qv, k: int):
     out = []
     for qi in range(qv.shape[0]):
         cand = idx[:, qi]
-        out.append(list(cand[np.argsort(-sims[cand, qi], kind="stable")]))
+        out.append([int(i) for i in cand[np.argsort(-sims[cand, qi], kind="stable")]])
     return out
 
 
-def recall_at(found: list[list[int]], truth: list[list[int]], k: int) -> float:
+def recall_at(found: Sequence[Sequence[int | None]], truth: Sequence[Sequence[int]], k: int) -> float:
     vals = [len(set(f[:k]) & set(t[:k])) / k for f, t in zip(found, truth)]
     return statistics.fmean(vals) if vals else float("nan")
 
 
-def machine_description() -> dict:
+def machine_description() -> dict[str, Any]:
     cpu = platform.processor() or ""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -63,7 +65,7 @@ def machine_description() -> dict:
     except OSError:
         pass
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    versions = {}
+    versions: dict[str, str | None] = {}
     from importlib.metadata import PackageNotFoundError, version
 
     for pkg in ("surrealdb-embedded", "surrealdb", "lancedb", "bm25s", "hnswlib", "numpy"):

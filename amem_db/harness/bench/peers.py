@@ -8,6 +8,7 @@ import re
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 from amem_db.constants import QUERY_STOPWORDS
 
@@ -29,7 +30,7 @@ def query_terms(text: str) -> str:
     return " ".join(use[:64])
 
 
-def worker_lancedb(n: int, data_dir: Path, db_root: Path, queries: int, reps: int) -> dict:
+def worker_lancedb(n: int, data_dir: Path, db_root: Path, queries: int, reps: int) -> dict[str, Any]:
     import lancedb
     import pyarrow as pa
     from lancedb.rerankers import RRFReranker
@@ -53,7 +54,7 @@ def worker_lancedb(n: int, data_dir: Path, db_root: Path, queries: int, reps: in
     tbl.create_fts_index("text")  # LanceDB's native BM25 index
     fts_s = time.perf_counter() - t0
     truth = exact_topk(vecs, qvecs, 10)
-    lat = {"bm25": [], "vector": [], "hybrid": []}
+    lat: dict[str, list[float]] = {"bm25": [], "vector": [], "hybrid": []}
     found = []
     reranker = RRFReranker()
     for qi, (text, v) in enumerate([(qtexts[0], qvecs[0])] * reps + list(zip(qtexts, qvecs))):
@@ -82,7 +83,7 @@ def worker_lancedb(n: int, data_dir: Path, db_root: Path, queries: int, reps: in
 
 
 def worker_python(n: int, data_dir: Path, queries: int, reps: int, hnsw_m: int = 12, hnsw_efc: int = 150,
-                  hnsw_ef: int = 256, pool: int = 256) -> dict:
+                  hnsw_ef: int = 256, pool: int = 256) -> dict[str, Any]:
     import bm25s
     import hnswlib
     import numpy as np
@@ -102,7 +103,7 @@ def worker_python(n: int, data_dir: Path, queries: int, reps: int, hnsw_m: int =
     index.set_ef(max(hnsw_ef, 10))
     hnsw_s = time.perf_counter() - t0
     truth = exact_topk(vecs, qvecs, 10)
-    lat = {"bm25s": [], "numpy_exact": [], "hnswlib": [], "hybrid_rrf": []}
+    lat: dict[str, list[float]] = {"bm25s": [], "numpy_exact": [], "hnswlib": [], "hybrid_rrf": []}
     found_np, found_h = [], []
     depth = min(pool, n)
     for qi, (text, v) in enumerate([(qtexts[0], qvecs[0])] * reps + list(zip(qtexts, qvecs))):

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from .amem import AMEM_MODES
 
 
-def _get(results: list[dict], system: str, n: int) -> dict | None:
+def _get(results: list[dict[str, Any]], system: str, n: int) -> dict[str, Any] | None:
     for r in results:
         if r.get("system") == system and r.get("size") == n and "error" not in r:
             return r
@@ -27,7 +29,7 @@ def _ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}x"
 
 
-def render_markdown(report: dict) -> str:
+def render_markdown(report: dict[str, Any]) -> str:
     res = report["results"]
     sizes = report["sizes"]
     m = report["machine"]
@@ -44,7 +46,7 @@ def render_markdown(report: dict) -> str:
     # latency table
     lines += ["## Query latency (ms, p50 / p95 / p99), k = 10", "",
               "| system / mode | " + " | ".join(f"{n:,}" for n in sizes) + " |", "|---|" + "---|" * len(sizes)]
-    rows: list[tuple[str, str, str]] = []
+    rows: list[tuple[str, str, tuple[str, str]]] = []
     for mode in AMEM_MODES:
         rows.append((f"amem {mode}", "amem", ("latency_ms", mode)))
     for name in ("bm25@256", "knn@256", "both@256", "bm25@50", "knn@50", "both@50"):
@@ -99,13 +101,14 @@ def render_markdown(report: dict) -> str:
     # ingest
     lines += ["", "## Ingest throughput (chunks/s)", "",
               "| system | " + " | ".join(f"{n:,}" for n in sizes) + " |", "|---|" + "---|" * len(sizes)]
-    for label, system, fmt in (
+    ingest_rows: tuple[tuple[str, str, Callable[[dict[str, Any]], str]], ...] = (
         ("amem bulk INSERT (both indexes, vectors given)", "amem", lambda r: f"{r['ingest']['chunks_per_s']:.0f}"),
         ("amem product path, with embedding", "amem-ingest", lambda r: f"{r['chunks_per_s']:.1f}"),
         ("amem product path, without embedding time", "amem-ingest", lambda r: f"{r['chunks_per_s_without_embedding']:.1f}"),
         ("lancedb add + FTS index", "lancedb", lambda r: f"{r['ingest']['chunks_per_s']:.0f}"),
         ("python bm25s index + hnswlib build", "python", lambda r: f"{r['ingest']['chunks_per_s']:.0f}"),
-    ):
+    )
+    for label, system, fmt in ingest_rows:
         lines.append(f"| {label} | " + " | ".join(fmt(r) if (r := _get(res, system, n)) else "-" for n in sizes) + " |")
     ing = [r for r in res if r.get("system") == "amem-ingest" and "error" not in r]
     if ing:
@@ -143,7 +146,7 @@ def render_markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot_latency(report: dict, path: Path) -> Path | None:
+def plot_latency(report: dict[str, Any], path: Path) -> Path | None:
     """Latency (p50) vs corpus size, log-log, one line per system/mode."""
     import matplotlib
 
@@ -158,7 +161,7 @@ def plot_latency(report: dict, path: Path) -> Path | None:
     series += [("python", "latency_ms", m, f"python {m}", "-.") for m in ("bm25s", "numpy_exact", "hnswlib", "hybrid_rrf")]
     fig, ax = plt.subplots(figsize=(8, 5.5))
     drawn = 0
-    colours = plt.cm.tab20.colors
+    colours = [plt.get_cmap("tab20")(i) for i in range(20)]
     for i, (system, section, key, label, style) in enumerate(series):
         xs, ys = [], []
         for n in sizes:

@@ -60,7 +60,7 @@ def worker_main(argv: list[str]) -> None:
     os._exit(code)  # the native engine may abort at interpreter exit (docs/ENGINE-ISSUES.md #4)
 
 
-def run_worker(args: dict, timeout: float, log: Path | None = None) -> dict:
+def run_worker(args: dict[str, Any], timeout: float, log: Path | None = None) -> dict[str, Any]:
     cmd = [sys.executable, "-m", WORKER_MODULE, "worker", json.dumps(args)]
     t0 = time.perf_counter()
     try:
@@ -75,7 +75,7 @@ def run_worker(args: dict, timeout: float, log: Path | None = None) -> dict:
     if marker < 0:
         return {"system": args["system"], "size": args["size"],
                 "error": f"worker exited {proc.returncode} without a result: {proc.stderr.strip()[-500:]}"}
-    res = json.loads(proc.stdout[marker + len("@@RESULT@@"):].strip().splitlines()[0])
+    res: dict[str, Any] = json.loads(proc.stdout[marker + len("@@RESULT@@"):].strip().splitlines()[0])
     res["wall_seconds"] = round(wall, 1)
     return res
 
@@ -84,7 +84,7 @@ def run_bench(*, sizes: list[int], systems: list[str], out_dir: Path, embedder: 
               queries: int = 20, reps: int = 2, backend: str = "mem", batch: int = 50,
               ingest_sizes: list[int] | None = None, data_root: Path = DEFAULT_DATA_ROOT,
               datasets: tuple[str, ...] = DEFAULT_DATASETS, timeout: float = 2700, keep_db: bool = False,
-              progress: Progress | None = None) -> dict:
+              progress: Progress | None = None) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     data_dir = out_dir / "data"
     db_root = out_dir / "db"
