@@ -259,3 +259,26 @@ def test_out_of_range_setting_is_one_line_naming_the_field_and_its_limit():
     assert line == "error (invalid_input): hnsw_m must be between 4 and 128 (got 2)"
     line = one_line_error(amem("--url", "mem://", "migrate", "--analyzer-language", "klingon"))
     assert line.startswith("error (invalid_input): analyzer_language must be one of arabic,") and "(got 'klingon')" in line
+
+
+@pytest.mark.parametrize("module", ["app", "migrate", "documents", "keywords", "query", "access", "harness", "serve"])
+def test_command_modules_have_no_cycle_and_register_nothing(module):
+    # no import cycle: within amem_db.cli, command modules import only .app, and .app
+    # imports nothing of the package; no register-by-import: a command module holds
+    # no typer app (amem_db.cli.build_app registers the commands)
+    import ast
+    import importlib
+
+    source = (ROOT / "amem_db" / "cli" / f"{module}.py").read_text()
+    inside = [n.module or "" for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ImportFrom) and n.level == 1]
+    assert inside == ([] if module == "app" else ["app"]), inside
+    loaded = importlib.import_module(f"amem_db.cli.{module}")
+    assert not [v for v in vars(loaded).values() if isinstance(v, typer.Typer)]
+
+
+def test_build_app_makes_a_fresh_app_with_every_command():
+    from amem_db.cli import build_app
+
+    fresh = build_app()
+    assert fresh is not app
+    assert sorted(typer.main.get_command(fresh).commands) == sorted(typer.main.get_command(app).commands)

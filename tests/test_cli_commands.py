@@ -119,3 +119,14 @@ def test_keywords_commands(db_args):
 def test_ingest_of_a_missing_path_is_a_usage_error(db_args):
     result = cli(*db_args, "ingest", "no/such/file.md")
     assert result.exit_code == 2 and "no such file or folder" in result.output
+
+
+def test_a_failing_command_closes_what_it_opened(db_args):
+    # the command decorator closes the database however the command ends: a
+    # second process can open the same embedded path right after a failure
+    assert cli(*db_args, "documents", "get", "document:nosuchthing").exit_code == 1
+    assert cli(*db_args, "query", "x", "--mode", "fuzzy").exit_code == 1
+    from test_cli import amem
+
+    status = amem(*db_args[:2], "status")
+    assert status.returncode == 0, status.stderr
