@@ -7,7 +7,11 @@ time. User *values* never go through templates: they travel as ``$params``.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .errors import InvalidInput
 
 # snowball languages the engine's analyzer accepts
 SNOWBALL_LANGUAGES = (
@@ -24,7 +28,7 @@ class SchemaSettings(BaseModel):
     embedding_dim: int = Field(384, ge=2, le=16384)
     hnsw_m: int = Field(12, ge=4, le=128)
     hnsw_efc: int = Field(150, ge=16, le=2000)
-    # KNN needs a literal `<|K,EF|>` (ENGINE-NOTES): the pool is rendered in.
+    # KNN needs a literal `<|K,EF|>` (docs/ENGINE-ISSUES.md): the pool is rendered in.
     candidate_pool: int = Field(256, ge=10, le=4096)
     analyzer_language: str = "english"
 
@@ -40,7 +44,30 @@ class SchemaSettings(BaseModel):
         """Search-time EF: at least the pool, so a pool-sized KNN can fill."""
         return max(self.candidate_pool, 64)
 
-    def merged(self, overrides: dict) -> SchemaSettings:
+    def merged(self, overrides: dict[str, Any]) -> SchemaSettings:
+        """These settings with ``overrides`` (None = keep); a value out of range
+        raises InvalidInput naming the setting and its limits, in one line."""
         data = self.model_dump()
         data.update({k: v for k, v in overrides.items() if v is not None})
-        return SchemaSettings(**data)
+        try:
+            return SchemaSettings(**data)
+        except ValidationError as exc:
+            raise invalid_setting(exc) from None
+
+
+def invalid_setting(exc: ValidationError) -> InvalidInput:
+    """The first problem of a SchemaSettings validation, as one line:
+    ``hnsw_m must be between 4 and 128 (got 2)``."""
+    first = exc.errors(include_url=False)[0]
+    name = ".".join(str(p) for p in first["loc"]) or "settings"
+    got = f" (got {first['input']!r})" if "input" in first else ""
+    field = SchemaSettings.model_fields.get(name)
+    if first["type"] == "extra_forbidden":
+        return InvalidInput(f"unknown setting {name!r}; settings: {', '.join(SchemaSettings.model_fields)}")
+    if first["type"] == "value_error":
+        return InvalidInput(f"{str(first['ctx']['error'])}{got}")
+    low = next((m.ge for m in (field.metadata if field else []) if hasattr(m, "ge")), None)
+    high = next((m.le for m in (field.metadata if field else []) if hasattr(m, "le")), None)
+    if low is not None and high is not None:
+        return InvalidInput(f"{name} must be between {low} and {high}{got}")
+    return InvalidInput(f"{name}: {first['msg'].lower()}{got}")

@@ -5,7 +5,7 @@
 
 Runs hybrid, hybrid_graph with every signal on, and hybrid_graph with each
 signal off in turn (graphEdges = all minus one), and reports nDCG@10 per run
-(document-level, through amem_db.evaluation) plus p50/p95 engine latency
+(document-level, through amem_db.harness) plus p50/p95 engine latency
 (queryMs) for hybrid and hybrid_graph at graphDepth 1 and 2.
 
 --url points at an already ingested database (e.g. a copy of the eval
@@ -24,26 +24,30 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from amem_db import evaluation as ev
 from amem_db.client import Memory
 from amem_db.connection import Target, close_quietly, open_connection
 from amem_db.embedding import CachedEmbedder, get_embedder
+from amem_db.harness.common import percentile
+from amem_db.harness.database import prepare_database
+from amem_db.harness.datasets import load_dataset
+from amem_db.harness.metrics import document_ranking, evaluate
 from amem_db.migrator import Migrator
 
 KINDS = ["knowledge_has_keyword", "mentions", "relation", "section_match", "document_link", "document_summary", "pagerank"]
 
 
 def pct(values, p):
-    return ev.percentile(values, p) if values else float("nan")
+    return percentile(values, p) if values else float("nan")
 
 
 async def run(mem, ds, label, **opts):
     rankings, lat = {}, []
     for qid, text in ds.queries.items():
         resp = await mem.documents.query(text, k=10, **opts)
-        rankings[qid] = ev.document_ranking(resp.results)
-        lat.append(float(resp.queryMs))
-    scores = ev.evaluate(ds.qrels, rankings, ["ndcg@10"])
+        response = resp.model_dump(by_alias=True, mode="json")  # the spec's wire shape
+        rankings[qid] = document_ranking(response["results"])
+        lat.append(float(response["queryMs"]))
+    scores = evaluate(ds.qrels, rankings, ["ndcg@10"])
     ndcg = scores.get("ndcg@10") if isinstance(scores, dict) else None
     row = {"run": label, "ndcg@10": ndcg, "p50_ms": pct(lat, 50), "p95_ms": pct(lat, 95), "queries": len(lat)}
     print(json.dumps(row), flush=True)
@@ -62,7 +66,7 @@ async def main() -> int:
     ap.add_argument("--only-alphas", action="store_true", help="run hybrid and the --alphas sweep only")
     ap.add_argument("--out")
     a = ap.parse_args()
-    ds = ev.load_dataset(a.dataset, limit_queries=a.limit_queries)
+    ds = load_dataset(a.dataset, limit_queries=a.limit_queries)
     embedder = CachedEmbedder(get_embedder(a.embedder))
     if a.url:
         conn = await open_connection(Target(url=a.url, ns="amem", db="eval"))
@@ -71,9 +75,9 @@ async def main() -> int:
         mem = Memory(conn, embedder=embedder)
     else:
         if a.db_dir:
-            prepared = await ev.prepare_database(ds, embedder, db_dir=Path(a.db_dir))
+            prepared = await prepare_database(ds, embedder, db_dir=Path(a.db_dir))
         else:
-            prepared = await ev.prepare_database(ds, embedder, url="mem://")
+            prepared = await prepare_database(ds, embedder, url="mem://")
         mem, conn = prepared.mem, prepared.mem.conn
     rows = []
     try:

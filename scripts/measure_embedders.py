@@ -146,7 +146,7 @@ def exact_top_k(doc_matrix, query_matrix, k: int):
 
 
 def evaluate(run: dict, qrels: dict) -> dict[str, float]:
-    """ranx, the project's evaluation library (amem_db/evaluation.py). Its
+    """ranx, the project's evaluation library (amem_db/harness/metrics.py). Its
     nDCG uses linear gains like trec_eval's ndcg_cut (checked against
     pytrec_eval: same figures on every run here, grade-0 judgments included)."""
     from ranx import Qrels, Run

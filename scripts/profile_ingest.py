@@ -10,7 +10,8 @@ import time
 from amem_db.connection import Target, open_connection
 from amem_db.db import call_each
 from amem_db.embedding import CachedEmbedder, get_embedder
-from amem_db.evaluation import corpus_items, load_dataset
+from amem_db.harness.database import corpus_items
+from amem_db.harness.datasets import load_dataset
 from amem_db.ingest import _texts_of
 from amem_db.migrator import Migrator
 

@@ -1,81 +1,132 @@
-"""ingest / query / documents / keywords through the real CLI process, on one
+"""ingest / query / documents / keywords in-process (typer's CliRunner: what
+they print, not how the process exits: tests/test_cli.py covers that), on one
 embedded surrealkv database (hash embedder: named explicitly, fast)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
-from test_cli import ROOT, amem, one_line_error
+from typer.testing import CliRunner, Result
 
+from amem_db.cli import app
+
+ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "examples" / "sample-corpus"
+
+
+def cli(*args: str) -> Result:
+    return CliRunner().invoke(app, list(args), prog_name="amem-db")
+
+
+def one_line_error(result: Result) -> str:
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def summary_row(stdout: str) -> dict[str, str]:
+    """The ingest summary table (header: added | replaced | ... ; one row of figures)."""
+    rows = [[c.strip() for c in line.strip("│ ").split("│")] for line in stdout.splitlines() if line.startswith("│")]
+    keys = ["added", "replaced", "unchanged", "failed", "chunks", "keywords", "embedded texts", "time"]
+    assert len(rows) == 1 and len(rows[0]) == len(keys), stdout
+    return dict(zip(keys, rows[0]))
 
 
 @pytest.fixture(scope="module")
 def db_args(tmp_path_factory) -> tuple[str, ...]:
     path = tmp_path_factory.mktemp("cli") / "db"
     args = ("--url", f"surrealkv://{path}", "--embedder", "hash:384")
-    assert amem(*args, "migrate").returncode == 0
-    done = amem(*args, "ingest", str(SAMPLE))
-    assert done.returncode == 0, done.stderr
-    assert "60" in done.stdout and "added" in done.stdout  # the summary table
+    assert cli(*args, "migrate").exit_code == 0
+    done = cli(*args, "ingest", str(SAMPLE))
+    assert done.exit_code == 0, done.output
+    figures = summary_row(done.stdout)
+    assert figures.pop("time").endswith("s")
+    # 11 files, of which scifact-sample.jsonl holds 50 documents: 60 documents,
+    # their chunks, RAKE keywords (top 5 per document) and every embedded text
+    assert figures == {"added": "60", "replaced": "0", "unchanged": "0", "failed": "0",
+                       "chunks": "206", "keywords": "300", "embedded texts": "571"}
     assert "documents" in done.stderr  # the progress bar goes to stderr
     return args
 
 
 def test_reingest_reports_unchanged(db_args):
-    done = amem(*db_args, "ingest", str(SAMPLE), "--json")
+    done = cli(*db_args, "ingest", str(SAMPLE), "--json")
     report = json.loads(done.stdout)
-    assert {r["status"] for r in report["results"]} == {"unchanged"}
+    assert [r["status"] for r in report["results"]] == ["unchanged"] * 60
+    assert report["chunks"] == 0
+
+
+def test_options_after_the_command_in_process(db_args):
+    url, _, embedder = db_args[1], db_args[2], db_args[3]
+    listing = json.loads(cli("documents", "list", "--url", url, "--embedder", embedder, "--json", "--limit", "1").stdout)
+    assert listing["total"] == 60
 
 
 def test_query_table_and_json(db_args):
-    table = amem(*db_args, "query", "MLWK3LL/A", "--mode", "bm25", "--k", "3")
-    assert table.returncode == 0 and "3 results" in table.stdout
-    as_json = json.loads(amem(*db_args, "query", "return window unopened items", "--json", "--k", "5").stdout)
+    table = cli(*db_args, "query", "MLWK3LL/A", "--mode", "bm25", "--k", "3")
+    assert table.exit_code == 0 and "3 results" in table.stdout
+    as_json = json.loads(cli(*db_args, "query", "return window unopened items", "--json", "--k", "5").stdout)
     assert len(as_json["results"]) == 5
     hit = as_json["results"][0]
     assert set(hit["chunk"]) >= {"id", "document", "text", "section", "position", "charStart", "charEnd"}
     assert 0 <= hit["score"] <= 1 and hit["document"]["title"]
-    assert as_json["trace"]["id"]
+    assert as_json["trace"]["id"].startswith("retrieval_trace:")
 
 
 def test_query_filters_by_mime_type(db_args):
-    out = json.loads(amem(*db_args, "query", "battery", "--mime-type", "application/pdf", "--json").stdout)
+    out = json.loads(cli(*db_args, "query", "battery", "--mime-type", "application/pdf", "--json").stdout)
     assert out["results"] and all(h["document"]["source"].endswith(".pdf") for h in out["results"])
 
 
 def test_bad_query_option_is_one_line(db_args):
-    line = one_line_error(amem(*db_args, "query", "x", "--mode", "fuzzy"))
+    line = one_line_error(cli(*db_args, "query", "x", "--mode", "fuzzy"))
     assert "invalid_input" in line and "hybrid" in line
 
 
 def test_documents_commands(db_args):
-    listing = json.loads(amem(*db_args, "documents", "list", "--mime-type", "text/markdown", "--json").stdout)
+    listing = json.loads(cli(*db_args, "documents", "list", "--mime-type", "text/markdown", "--json").stdout)
     assert listing["total"] == 5
     doc_id = listing["documents"][0]["id"]
-    got = json.loads(amem(*db_args, "documents", "get", doc_id, "--json").stdout)
+    got = json.loads(cli(*db_args, "documents", "get", doc_id, "--json").stdout)
     assert got["id"] == doc_id and got["keywords"]
-    chunks = amem(*db_args, "documents", "chunks", doc_id, "--limit", "2")
-    assert chunks.returncode == 0 and "#0" in chunks.stdout
-    assert "links across" in amem(*db_args, "documents", "recompute-links").stdout
+    shown = cli(*db_args, "documents", "get", doc_id)
+    assert shown.exit_code == 0 and doc_id in shown.stdout and "keywords: " in shown.stdout
+    chunks = cli(*db_args, "documents", "chunks", doc_id, "--limit", "2")
+    assert chunks.exit_code == 0 and "#0" in chunks.stdout and "#1" in chunks.stdout and "#2" not in chunks.stdout
+    assert "links across" in cli(*db_args, "documents", "recompute-links").stdout
+    missing = one_line_error(cli(*db_args, "documents", "get", "document:nosuchthing"))
+    assert missing == "error (not_found): no document document:nosuchthing"
 
 
 def test_keywords_commands(db_args):
-    listing = json.loads(amem(*db_args, "keywords", "list", "--min-document-count", "2", "--sort=-document_count", "--json").stdout)
+    listing = json.loads(cli(*db_args, "keywords", "list", "--min-document-count", "2", "--sort=-document_count", "--json").stdout)
     assert listing["keywords"] and all(k["document_count"] >= 2 for k in listing["keywords"])
     name = listing["keywords"][0]["text"]
-    detail = json.loads(amem(*db_args, "keywords", "get", name, "--json").stdout)
+    detail = json.loads(cli(*db_args, "keywords", "get", name, "--json").stdout)
     assert detail["document_count"] == listing["keywords"][0]["document_count"]
     doc = detail["documents"][0]["id"]
-    for_doc = json.loads(amem(*db_args, "keywords", "for-document", doc, "--json").stdout)
+    for_doc = json.loads(cli(*db_args, "keywords", "for-document", doc, "--json").stdout)
     assert name.lower() in [k["normalised"] for k in for_doc["keywords"]]
-    found = json.loads(amem(*db_args, "keywords", "search", name.lower(), "--k", "3", "--json").stdout)
+    found = json.loads(cli(*db_args, "keywords", "search", name.lower(), "--k", "3", "--json").stdout)
     assert found["results"][0]["normalised"] == name.lower()
-    missing = one_line_error(amem(*db_args, "keywords", "get", "surely not a keyword"))
+    missing = one_line_error(cli(*db_args, "keywords", "get", "surely not a keyword"))
     assert "not_found" in missing
 
 
-def test_ingest_of_a_missing_path_is_a_clear_error(db_args):
-    result = amem(*db_args, "ingest", "no/such/file.md")
-    assert result.returncode == 2 and "no such file or folder" in result.stderr
+def test_ingest_of_a_missing_path_is_a_usage_error(db_args):
+    result = cli(*db_args, "ingest", "no/such/file.md")
+    assert result.exit_code == 2 and "no such file or folder" in result.output
+
+
+def test_a_failing_command_closes_what_it_opened(db_args):
+    # the command decorator closes the database however the command ends: a
+    # second process can open the same embedded path right after a failure
+    assert cli(*db_args, "documents", "get", "document:nosuchthing").exit_code == 1
+    assert cli(*db_args, "query", "x", "--mode", "fuzzy").exit_code == 1
+    from test_cli import amem
+
+    status = amem(*db_args[:2], "status")
+    assert status.returncode == 0, status.stderr

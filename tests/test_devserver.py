@@ -375,7 +375,7 @@ async def test_stop_closes_clients_cleanly() -> None:
     await db.close()
     assert server.connection_count == 0
     with pytest.raises(RuntimeError):
-        server.ws_url
+        _ = server.ws_url  # a stopped server has no address
     await server.stop()  # idempotent
 
 

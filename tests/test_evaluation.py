@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from amem_db import cli_eval  # noqa: F401  (registers eval and bench on the app)
-from amem_db import evaluation as ev
 from amem_db.cli import app
+from amem_db.harness import metrics, query_types
+from amem_db.harness.datasets import load_dataset
 
 CORPUS = [
     {"_id": "d1", "title": "Error codes", "text": "ERR-482 means the upstream payment gateway timed out; retry after 30 seconds."},
@@ -41,32 +41,32 @@ def dataset(tmp_path_factory) -> Path:
 
 
 def test_load_dataset_defaults_to_the_only_split(dataset):
-    ds = ev.load_dataset(dataset)
+    ds = load_dataset(dataset)
     assert ds.split == "dev" and ds.name == "tiny" and ds.corpus_docs == 5
     assert list(ds.queries) == ["1", "2", "3"]  # judged queries only, in id order
     assert ds.relevant("3") == ["d4"]  # score 0 is judged non-relevant
     with pytest.raises(ValueError, match="no qrels/test.tsv"):
-        ev.load_dataset(dataset, "test")
+        load_dataset(dataset, "test")
 
 
 def test_perfect_run_scores_one_and_misses_score_zero(dataset):
-    ds = ev.load_dataset(dataset)
-    metrics = ev.metric_names(50)
-    assert metrics == ["ndcg@10", "recall@10", "recall@50", "mrr@10"]
+    ds = load_dataset(dataset)
+    names = metrics.metric_names(50)
+    assert names == ["ndcg@10", "recall@10", "recall@50", "mrr@10"]
     perfect = {"1": ["d1"], "2": ["d2", "d3"], "3": ["d4", "d5"]}
-    assert ev.evaluate(ds.qrels, perfect, metrics) == {m: pytest.approx(1.0) for m in metrics}
+    assert metrics.evaluate(ds.qrels, perfect, names) == {m: pytest.approx(1.0) for m in names}
     # a query with no hits counts as 0 (not dropped); a hit at rank 2 halves MRR
     partial = {"1": ["d3", "d1"], "3": ["d4"]}
-    got = ev.evaluate(ds.qrels, partial, metrics)
+    got = metrics.evaluate(ds.qrels, partial, names)
     assert got["mrr@10"] == pytest.approx((0.5 + 0 + 1) / 3)
     assert got["recall@10"] == pytest.approx(2 / 3)
-    assert ev.evaluate(ds.qrels, {}, metrics) == {m: 0.0 for m in metrics}
+    assert metrics.evaluate(ds.qrels, {}, names) == {m: 0.0 for m in names}
 
 
 def test_hits_map_to_corpus_ids_at_their_best_rank():
     hits = [{"document": {"source": "/data/corpus.jsonl#d4"}}, {"document": {"source": "/data/corpus.jsonl#d2"}},
             {"document": {"source": "/data/corpus.jsonl#d4"}}, {"document": {"source": None, "source_id": "d9"}}]
-    assert ev.document_ranking(hits) == ["d4", "d2", "d9"]
+    assert metrics.document_ranking(hits) == ["d4", "d2", "d9"]
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -77,17 +77,17 @@ def test_hits_map_to_corpus_ids_at_their_best_rank():
     ("what similarity laws must be obeyed", []),
 ])
 def test_identifier_tokens(text, expected):
-    assert ev.identifier_tokens(text) == expected
+    assert query_types.identifier_tokens(text) == expected
 
 
 def test_query_type_table(dataset):
-    ds = ev.load_dataset(dataset)
-    tags = ev.tag_queries(ds)
+    ds = load_dataset(dataset)
+    tags = query_types.tag_queries(ds)
     assert {q: t["type"] for q, t in tags.items()} == {"1": "identifier", "2": "paraphrase", "3": "mixed"}
     assert tags["2"]["overlap_bucket"] == "low-overlap"  # "give back a purchase" vs "send back unopened items"
     assert tags["1"]["overlap_bucket"] == "high-overlap"
-    assert ev.tag_query("anything at all", [])["type"] == "no-answer"
-    table = ev.tag_table(tags)
+    assert query_types.tag_query("anything at all", [])["type"] == "no-answer"
+    table = query_types.tag_table(tags)
     assert table == {"identifier": 1, "mixed": 1, "paraphrase": 1, "no-answer": 0, "low-overlap": 1, "high-overlap": 2}
 
 
@@ -132,18 +132,18 @@ def test_eval_help_has_an_example():
 
 
 def test_missing_extra_is_a_one_line_error_naming_the_install():
-    from amem_db.cli_eval import _require
+    from amem_db.cli.harness import require_extra
     from amem_db.errors import AmemError
 
-    _require(["json"], "eval")  # present: nothing happens
+    require_extra(["json"], "eval")  # present: nothing happens
     with pytest.raises(AmemError, match=r"no_such_module_xyz not installed: pip install 'amem-db\[eval\]'"):
-        _require(["json", "no_such_module_xyz"], "eval")
+        require_extra(["json", "no_such_module_xyz"], "eval")
 
 
 async def test_bench_term_mirror_agrees_with_the_stored_function(db):
-    # the LanceDB / bm25s peers run without SurrealDB, so amem_db.bench keeps a
-    # Python copy of fn::amem::query::terms; both must send the same words
-    from amem_db.bench import query_terms
+    # the LanceDB / bm25s peers run without SurrealDB, so amem_db.harness.bench.peers
+    # keeps a Python copy of fn::amem::query::terms; both must send the same words
+    from amem_db.harness.bench.peers import query_terms
 
     for q in ["What is the refund window for unopened items?", "MLWK3LL/A keyboard", "the of and",
               "0-dimensional biomaterials show inductive properties", "IL-6 and TNF_alpha in 2019?"]:

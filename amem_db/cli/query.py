@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from .cli import app, memory, out, print_json, run
-from .cli_documents import parse_lens
+from .app import Session, as_json, out, parse_lens, print_json
 
 
 def snippet(text: str, query: str, width: int = 220) -> str:
@@ -25,9 +25,8 @@ def snippet(text: str, query: str, width: int = 220) -> str:
     return piece
 
 
-@app.command()
-def query(
-    ctx: typer.Context,
+async def query(
+    session: Session,
     text: str = typer.Argument(..., help="what to look for"),
     mode: str = typer.Option("hybrid", "--mode", help="hybrid | vector | bm25 | hybrid_graph"),
     k: int = typer.Option(10, "--k", help="answer size (max 50; larger is clamped)"),
@@ -42,38 +41,36 @@ def query(
     graph_alpha: float | None = typer.Option(None, "--graph-alpha", help="hybrid_graph: weight of the graph score (default 0.3)"),
     graph_depth: int | None = typer.Option(None, "--graph-depth", help="hybrid_graph: hops (default 1)"),
     expand_graph: bool = typer.Option(False, "--expand-graph", help="hybrid_graph: include matched keywords/entities"),
-    as_json: bool = typer.Option(False, "--json", help="the full response (results, contextHits, trace) as JSON"),
+    json_output: bool = typer.Option(False, "--json", help="the full response (results, contextHits, trace) as JSON"),
 ) -> None:
     """Search passages: hybrid (BM25 + vector, RRF) by default, one database round trip.
 
     Example: amem-db query "return window for unopened items" --k 5
     """
-    flt = {}
+    flt: dict[str, Any] = {}
     if mime_type:
         flt["mimeType"] = mime_type
     if document_id:
         flt["documentIds"] = document_id
-
-    async def go() -> None:
-        async with memory(ctx) as mem:
-            response = await mem.documents.query(
-                text, mode=mode, k=k, threshold=threshold, vector_weight=vector_weight, rrf_k=rrf_k,
-                filter=flt or None, lens=parse_lens(lens), expand_context=False if no_context else None,
-                graph_edges=graph_edges.split(",") if graph_edges else None, graph_alpha=graph_alpha,
-                graph_depth=graph_depth, expand_graph=expand_graph or None)
-        if as_json:
-            return print_json(response)
-        table = Table("#", "score", "document", "section", "passage", show_lines=True)
-        for rank, hit in enumerate(response.results, 1):
-            c, d = hit.chunk, hit.document
-            where = c.get("section") or ""
-            if c.get("startS") is not None:
-                where = f"{c['startS']:.0f}s-{c['endS']:.0f}s"
-            table.add_row(str(rank), f"{hit.score:.3f}", escape(d.get("title") or d.get("source") or d["id"]), escape(where), snippet(c["text"], text))
-        out.print(table)
-        extra = f", {len(response.contextHits)} context passages" if response.contextHits else ""
-        out.print(f"{len(response.results)} results{extra} in {response.queryMs:.0f} ms ({mode})")
-        for w in response.warnings:
-            out.print(f"[yellow]note[/]: {w}")
-
-    run(go())
+    mem = await session.memory()
+    response = as_json(await mem.documents.query(
+        text, mode=mode, k=k, threshold=threshold, vector_weight=vector_weight, rrf_k=rrf_k,
+        filter=flt or None, lens=parse_lens(lens), expand_context=False if no_context else None,
+        graph_edges=graph_edges.split(",") if graph_edges else None, graph_alpha=graph_alpha,
+        graph_depth=graph_depth, expand_graph=expand_graph or None))
+    if json_output:
+        return print_json(response)
+    table = Table("#", "score", "document", "section", "passage", show_lines=True)
+    for rank, hit in enumerate(response["results"], 1):
+        c, d = hit["chunk"], hit["document"]
+        where = c.get("section") or ""
+        if c.get("startS") is not None:
+            where = f"{c['startS']:.0f}s-{c['endS']:.0f}s"
+        table.add_row(str(rank), f"{hit['score']:.3f}", escape(d.get("title") or d.get("source") or d["id"]), escape(where),
+                      snippet(c["text"], text))
+    out.print(table)
+    context = response.get("contextHits") or []
+    extra = f", {len(context)} context passages" if context else ""
+    out.print(f"{len(response['results'])} results{extra} in {response['queryMs']:.0f} ms ({mode})")
+    for w in response.get("warnings") or []:
+        out.print(f"[yellow]note[/]: {w}")

@@ -1,44 +1,58 @@
 """`amem-db eval` (retrieval quality on BEIR-layout collections) and
 `amem-db bench` (ingest / latency / size / memory against the raw engine and peers).
 
-The work lives in ``evaluation.py`` and ``bench.py``; these are the typer wrappers.
+The work lives in ``amem_db.harness`` (the ``eval`` / ``bench`` extras); these
+are the typer wrappers.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .cli import app, err, out, run
+from ..constants import MAX_K
+from ..errors import AmemError
+from .app import EXIT_ERROR, Session, err, out
 
 _COLUMNS = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
             TimeElapsedColumn())
 
 
-def _require(modules: list[str], extra: str) -> None:
+def require_extra(modules: list[str], extra: str) -> None:
     """A clear one-line error instead of an ImportError traceback."""
-    import importlib.util
-
-    from .errors import AmemError
-
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
         raise AmemError(f"{', '.join(missing)} not installed: pip install 'amem-db[{extra}]'", code="missing_dependency")
 
 
-def _embedder(ctx: typer.Context):
-    from .embedding import get_embedder
+def eval_progress(bar: Progress, task: TaskID, name: str) -> Any:
+    """The progress callback of one dataset's evaluation, drawing on ``bar``."""
 
-    return get_embedder(ctx.find_root().obj.get("embedder"))
+    def progress(kind: str, info: dict[str, Any]) -> None:
+        if kind == "documents":
+            bar.update(task, description=f"{name}: ingest", total=info["total"], completed=0)
+        elif kind == "document":
+            bar.advance(task)
+            bar.update(task, info=f"{info['chunks']} chunks")
+        elif kind == "embedded":
+            rate = info["total"] / info["seconds"] if info["seconds"] else 0
+            bar.update(task, info=f"embedding {rate:.1f} texts/s")
+        elif kind == "mode":
+            bar.update(task, description=f"{name}: {info['mode']}", total=info["total"], completed=0, info="")
+        elif kind == "query":
+            bar.update(task, completed=info["done"])
+
+    return progress
 
 
-@app.command("eval")
-def eval_command(
-    ctx: typer.Context,
+async def eval_command(
+    session: Session,
     datasets: list[Path] = typer.Argument(..., help="BEIR-layout folder(s): corpus.jsonl, queries.jsonl, qrels/<split>.tsv"),
     split: str | None = typer.Option(None, help="qrels split to score (default: the only one in qrels/)"),
     modes: str = typer.Option("bm25,vector,hybrid,hybrid_graph", help="comma-separated query modes; a mode the engine "
@@ -55,92 +69,76 @@ def eval_command(
                               "prepend: title + blank line + text is what gets chunked, embedded and indexed"),
     db_dir: Path = typer.Option(Path("results/.db"), help="where the cached per-dataset databases live"),
     fresh: bool = typer.Option(False, "--fresh", help="re-ingest even if a cached database exists"),
-    as_json: bool = typer.Option(False, "--json", help="print the report(s) as JSON"),
+    json_output: bool = typer.Option(False, "--json", help="print the report(s) as JSON"),
 ) -> None:
     """Score retrieval (nDCG@10, Recall@10, Recall@k, MRR@10 via ranx) per mode and per query type.
 
     Ingests the corpus into a database cached by content hash (results/.db/), runs every judged query through mem.documents.query, and writes report.md, report.json and report.png.
 
-    The global --url (e.g. mem://) replaces the cached database; the global --embedder picks the model.
+    --url (e.g. mem://) replaces the cached database; --embedder picks the model.
 
     Example: amem-db eval /work/shared/datasets/scifact --modes bm25,vector,hybrid --compare old/report.json
     """
-    from . import evaluation as ev
+    require_extra(["ranx", "matplotlib"], "eval")
+    from ..embedding import get_embedder
+    from ..harness import report as rp
+    from ..harness.common import json_safe
+    from ..harness.database import TITLE_MODES
+    from ..harness.datasets import load_dataset
+    from ..harness.evaluation import ALL_MODES, evaluate_dataset
 
-    _require(["ranx", "matplotlib"], "eval")
     mode_list = [m.strip() for m in modes.split(",") if m.strip()]
-    bad = [m for m in mode_list if m not in ev.ALL_MODES]
+    bad = [m for m in mode_list if m not in ALL_MODES]
     if bad:
-        raise typer.BadParameter(f"unknown mode {bad[0]!r}; modes: {', '.join(ev.ALL_MODES)}", param_hint="--modes")
-    if not 1 <= k <= ev.MAX_K:
-        raise typer.BadParameter(f"k must be 1..{ev.MAX_K} (the query API's maximum)", param_hint="--k")
-    if title not in ev.TITLE_MODES:
-        raise typer.BadParameter(f"one of {', '.join(ev.TITLE_MODES)}", param_hint="--title")
+        raise typer.BadParameter(f"unknown mode {bad[0]!r}; modes: {', '.join(ALL_MODES)}", param_hint="--modes")
+    if not 1 <= k <= MAX_K:
+        raise typer.BadParameter(f"k must be 1..{MAX_K} (the query API's maximum)", param_hint="--k")
+    if title not in TITLE_MODES:
+        raise typer.BadParameter(f"one of {', '.join(TITLE_MODES)}", param_hint="--title")
     if compare is not None and len(datasets) > 1:
         raise typer.BadParameter("--compare takes one dataset at a time", param_hint="--compare")
     try:
         filter_obj = json.loads(filter_json) if filter_json else None
     except json.JSONDecodeError as exc:
         raise typer.BadParameter(f"not JSON: {exc}", param_hint="--filter") from None
-    old = ev.load_report(compare) if compare is not None else None
+    old = rp.load_report(compare) if compare is not None else None
     loaded = []
     for d in datasets:
         try:
-            loaded.append(ev.load_dataset(d, split, limit_queries=limit_queries))
+            loaded.append(load_dataset(d, split, limit_queries=limit_queries))
         except (FileNotFoundError, ValueError) as exc:
             raise typer.BadParameter(str(exc), param_hint="DATASETS") from None
-    url = ctx.find_root().obj.get("url")
-    embedder = _embedder(ctx)
+    embedder = get_embedder(session.embedder_spec)
 
-    async def go() -> list[dict]:
-        reports = []
-        for ds in loaded:
-            with Progress(*_COLUMNS, console=err, transient=True, disable=as_json) as bar:
-                task = bar.add_task(f"{ds.name}: database", total=None, info="")
-
-                def progress(kind: str, info: dict) -> None:
-                    if kind == "documents":
-                        bar.update(task, description=f"{ds.name}: ingest", total=info["total"], completed=0)
-                    elif kind == "document":
-                        bar.advance(task)
-                        bar.update(task, info=f"{info['chunks']} chunks")
-                    elif kind == "embedded":
-                        rate = info["total"] / info["seconds"] if info["seconds"] else 0
-                        bar.update(task, info=f"embedding {rate:.1f} texts/s")
-                    elif kind == "mode":
-                        bar.update(task, description=f"{ds.name}: {info['mode']}", total=info["total"], completed=0, info="")
-                    elif kind == "query":
-                        bar.update(task, completed=info["done"])
-
-                report = await ev.evaluate_dataset(
-                    ds, embedder, modes=mode_list, k=k, threshold=threshold, filter=filter_obj, title_mode=title, url=url,
-                    db_dir=db_dir, fresh=fresh, progress=progress)
-            reports.append(report)
-        return reports
-
-    reports = run(go())
-    root = out_dir if (out_dir is not None and len(reports) > 1) else Path("results/eval")
+    reports = []
+    for ds in loaded:
+        with Progress(*_COLUMNS, console=err, transient=True, disable=json_output) as bar:
+            task = bar.add_task(f"{ds.name}: database", total=None, info="")
+            reports.append(await evaluate_dataset(
+                ds, embedder, modes=mode_list, k=k, threshold=threshold, filter=filter_obj, title_mode=title,
+                url=session.options.url, db_dir=db_dir, fresh=fresh, progress=eval_progress(bar, task, ds.name)))
+    root = out_dir if (out_dir is not None and len(reports) > 1) else rp.DEFAULT_OUT_ROOT
     for report in reports:
         target = out_dir if (out_dir is not None and len(reports) == 1) else root / report["dataset"]
-        comparison = ev.compare_reports(report, old) if old is not None else None
-        paths = ev.write_report(report, target, comparison)
-        if as_json:
-            print(json.dumps(ev._finite(report | ({"comparison": comparison} if comparison else {})), indent=2, default=str))
+        comparison = rp.compare_reports(report, old) if old is not None else None
+        paths = rp.write_report(report, target, comparison)
+        if json_output:
+            print(json.dumps(json_safe(report | ({"comparison": comparison} if comparison else {})), indent=2, default=str))
             continue
-        _print_report(report)
+        print_eval_report(report)
         if comparison is not None:
             out.print(f"compared with {compare}:")
-            _print_comparison(comparison)
+            print_comparison(comparison)
         out.print(f"wrote {paths['md']}, {paths['json'].name}, {paths['png'].name}")
     if len(reports) > 1:
-        png = ev.plot_reports(reports, root / "summary.png")
-        (root / "summary.json").write_text(json.dumps(ev._finite(
+        png = rp.plot_reports(reports, root / "summary.png")
+        (root / "summary.json").write_text(json.dumps(json_safe(
             [{k: v for k, v in r.items() if k != "tags"} for r in reports]), indent=2, default=str))
-        if not as_json:
+        if not json_output:
             out.print(f"wrote {png} and summary.json")
 
 
-def _print_report(report: dict) -> None:
+def print_eval_report(report: dict[str, Any]) -> None:
     metrics = report["metrics"]
     db = report["database"]
     out.print(f"[bold]{report['dataset']}[/] ({report['split']}): {report['queries']} queries, "
@@ -156,7 +154,7 @@ def _print_report(report: dict) -> None:
     out.print(table)
 
 
-def _print_comparison(rows: list[dict]) -> None:
+def print_comparison(rows: list[dict[str, Any]]) -> None:
     table = Table("mode", "metric", "old", "new", "delta")
     for r in rows:
         if r["metric"] is None:
@@ -169,9 +167,8 @@ def _print_comparison(rows: list[dict]) -> None:
     out.print(table)
 
 
-@app.command("bench")
 def bench_command(
-    ctx: typer.Context,
+    session: Session,
     sizes: str = typer.Option("1000,10000,100000", help="corpus sizes in chunks, comma-separated"),
     systems: str = typer.Option("amem,amem-ingest,lancedb,python", help="amem (product query + raw engine floor), "
                                 "amem-ingest (the stored-function ingest path), lancedb, python (bm25s/numpy/hnswlib)"),
@@ -193,10 +190,10 @@ def bench_command(
 
     Passages come from the shared collections through the product's chunker, embedded with --embedder through the disk cache (after `amem-db eval` nothing is re-embedded). Sizes past the real passages repeat them with fresh ids. Each system and size runs in its own process. Numbers are machine-specific.
 
-    Example: amem-db bench --sizes 1000,10000 --queries 20 --out results/bench
+    Exits 1 if any system/size run failed. Example: amem-db bench --sizes 1000,10000 --queries 20 --out results/bench
     """
-    from . import bench as bm
-    from .embedding import get_embedder
+    from ..embedding import get_embedder
+    from ..harness.bench.run import DEFAULT_SYSTEMS, run_bench
 
     try:
         size_list = [int(s) for s in sizes.split(",") if s.strip()]
@@ -205,21 +202,21 @@ def bench_command(
         raise typer.BadParameter("sizes are whole numbers, e.g. 1000,10000", param_hint="--sizes") from None
     system_list = [s.strip() for s in systems.split(",") if s.strip()]
     needs = {"lancedb": ["lancedb", "pyarrow"], "python": ["bm25s", "hnswlib"]}
-    _require(["matplotlib", "numpy"] + [m for s in system_list for m in needs.get(s, [])], "bench")
-    unknown = [s for s in system_list if s not in bm.DEFAULT_SYSTEMS]
+    require_extra(["matplotlib", "numpy"] + [m for s in system_list for m in needs.get(s, [])], "bench")
+    unknown = [s for s in system_list if s not in DEFAULT_SYSTEMS]
     if unknown:
-        raise typer.BadParameter(f"unknown system {unknown[0]!r}; systems: {', '.join(bm.DEFAULT_SYSTEMS)}", param_hint="--systems")
+        raise typer.BadParameter(f"unknown system {unknown[0]!r}; systems: {', '.join(DEFAULT_SYSTEMS)}", param_hint="--systems")
     if backend not in ("surrealkv", "surrealkv+versioned", "file", "mem"):
         raise typer.BadParameter("surrealkv, surrealkv+versioned, file or mem", param_hint="--backend")
-    spec = ctx.find_root().obj.get("embedder")
-    report = bm.run_bench(sizes=size_list, systems=system_list, out_dir=out_dir, embedder=get_embedder(spec),
-                          embedder_spec=spec, queries=queries, reps=warmup, backend=backend, batch=batch,
-                          ingest_sizes=ingest_list, data_root=data_root,
-                          datasets=tuple(d.strip() for d in datasets.split(",") if d.strip()), timeout=timeout,
-                          keep_db=keep_db, progress=lambda msg: err.print(msg, highlight=False))
+    spec = session.embedder_spec
+    report = run_bench(sizes=size_list, systems=system_list, out_dir=out_dir, embedder=get_embedder(spec),
+                       embedder_spec=spec, queries=queries, reps=warmup, backend=backend, batch=batch,
+                       ingest_sizes=ingest_list, data_root=data_root,
+                       datasets=tuple(d.strip() for d in datasets.split(",") if d.strip()), timeout=timeout,
+                       keep_db=keep_db, progress=lambda msg: err.print(msg, highlight=False))
     print((out_dir / "report.md").read_text())
     failed = [r for r in report["results"] if "error" in r]
     out.print(f"wrote {out_dir / 'report.md'}, bench.json, latency.png in {report['seconds']:.0f} s"
               + (f"; {len(failed)} run(s) failed" if failed else ""))
     if failed:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_ERROR)

@@ -1,0 +1,70 @@
+"""`amem-db keywords for-document|list|get|search` (RAKE keyphrases, docs/RAKE.md)."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from .app import Session, as_json, out, parse_lens, print_json
+
+
+async def for_document(session: Session, id: str = typer.Argument(..., help="document id"),
+                       json_output: bool = typer.Option(False, "--json")) -> None:
+    """Keyphrases of one document with their RAKE scores. Example: amem-db keywords for-document document:01HX..."""
+    mem = await session.memory()
+    result = as_json(await mem.documents.keywords.for_document(id))
+    if json_output:
+        return print_json(result)
+    table = Table("keyword", "score")
+    for k in result["keywords"]:
+        table.add_row(k["text"], f"{k['score']:.2f}")
+    out.print(table)
+
+
+async def list_keywords(
+    session: Session,
+    min_document_count: int = typer.Option(1, help="only keywords linked to at least this many documents"),
+    sort: str = typer.Option("-document_count", help="-document_count | document_count | text | -text"),
+    limit: int = typer.Option(50, help="page size (max 500)"),
+    offset: int = typer.Option(0),
+    lens: list[str] = typer.Option([], "--lens", help="scope lens clause (repeat for OR; comma = AND)"),
+    json_output: bool = typer.Option(False, "--json"),
+) -> None:
+    """Keywords across the corpus. Example: amem-db keywords list --min-document-count 3 --sort=-document_count"""
+    mem = await session.memory()
+    page = as_json(await mem.documents.keywords.list(min_document_count=min_document_count, sort=sort, limit=limit,
+                                                     offset=offset, lens=parse_lens(lens)))
+    if json_output:
+        return print_json(page)
+    table = Table("keyword", "documents")
+    for k in page["keywords"]:
+        table.add_row(k["text"], str(k["document_count"]))
+    out.print(table)
+    out.print(f"{len(page['keywords'])} of {page['total']}")
+
+
+async def get_keyword(session: Session, text: str = typer.Argument(..., help='keyword, any case: "RETURN POLICY"'),
+                      json_output: bool = typer.Option(False, "--json")) -> None:
+    """A keyword by its normalised form, with its documents. Example: amem-db keywords get "RETURN POLICY\""""
+    mem = await session.memory()
+    detail = as_json(await mem.documents.keywords.get(text))
+    if json_output:
+        return print_json(detail)
+    out.print(f"[bold]{detail['text']}[/]  in {detail['document_count']} documents")
+    table = Table("document", "title", "score")
+    for d in detail["documents"]:
+        table.add_row(d["id"], d.get("title") or "", f"{d['score']:.2f}")
+    out.print(table)
+
+
+async def search(session: Session, query: str = typer.Argument(..., help="text to match by meaning"),
+                 k: int = typer.Option(10, help="how many (max 50)"), json_output: bool = typer.Option(False, "--json")) -> None:
+    """Keywords nearest in meaning to a query (keyword embeddings). Example: amem-db keywords search "refund policies\""""
+    mem = await session.memory()
+    found = as_json(await mem.documents.keywords.search(query, k))
+    if json_output:
+        return print_json(found)
+    table = Table("keyword", "similarity")
+    for r in found["results"]:
+        table.add_row(r["text"], f"{r['score']:.3f}")
+    out.print(table)

@@ -1,0 +1,121 @@
+"""`amem-db migrate`, `amem-db status` and its alias `amem-db verify`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from .. import __version__
+from ..migrator import Migrator
+from .app import EXIT_ERROR, Session, err, out
+
+
+async def migrate(
+    session: Session,
+    embedding_dim: int | None = typer.Option(None, help="embedding dimension of the HNSW indexes (default 384; recorded, later runs keep it)"),
+    hnsw_m: int | None = typer.Option(None, help="HNSW M (default 12)"),
+    hnsw_efc: int | None = typer.Option(None, help="HNSW EFC (default 150)"),
+    candidate_pool: int | None = typer.Option(None, help="candidates per retrieval leg (default 256)"),
+    analyzer_language: str | None = typer.Option(None, help="snowball stemmer language of knowledge_text (default english)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="show the plan and check it inside a cancelled transaction; change nothing"),
+    sql: bool = typer.Option(False, "--sql", help="print exactly the SurrealQL that would run, change nothing"),
+    force_unlock: bool = typer.Option(False, "--force-unlock", help="remove a stale migrate lock left by a crashed run, then migrate"),
+) -> None:
+    """Apply pending migrations and changed desired-state SurrealQL.
+
+    Example: amem-db migrate --embedding-dim 384
+    """
+    overrides = dict(embedding_dim=embedding_dim, hnsw_m=hnsw_m, hnsw_efc=hnsw_efc,
+                     candidate_pool=candidate_pool, analyzer_language=analyzer_language)
+    m = Migrator(await session.connection())
+    if sql:
+        plan = await m.plan(overrides)
+        if plan.problems:
+            raise plan.problems[0]
+        for txn in m.plan_sql(plan):
+            print(txn)
+        return
+    plan = await m.migrate(overrides, dry_run=dry_run, force_unlock=force_unlock)
+    if plan.up_to_date:
+        out.print("database is up to date")
+        return
+    verb = "would apply" if dry_run else "applied"
+    for s in plan.pending:
+        out.print(f"{verb} {s.kind:9} {s.path.name}")
+    if plan.settings_changed:
+        out.print(f"{verb} settings  {plan.settings.model_dump()}")
+    if dry_run:
+        out.print("dry run: the plan was checked inside a cancelled transaction; nothing changed")
+
+
+async def status(session: Session, as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
+    """Show the engine version, settings, applied / pending / drifted scripts and the schema.
+
+    Exits 1 on drift, a missing or an out-of-order migration. Example: amem-db status
+    """
+    await _status(session, as_json)
+
+
+async def verify(session: Session, as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
+    """Alias of status: exits 1 on drift, missing or out-of-order migrations.
+
+    Example: amem-db verify
+    """
+    await _status(session, as_json)
+
+
+async def _status(session: Session, as_json: bool) -> None:
+    target = session.target()
+    conn = await session.connection()
+    version = await conn.version()
+    m = Migrator(conn)
+    plan = await m.plan()
+    info = (await conn.query("INFO FOR DB"))[0] or {}
+    tables = sorted(t for t in info.get("tables", {}) if not t.startswith("amem_"))
+    indexes: dict[str, list[str]] = {}
+    for t in tables:
+        tinfo = (await conn.query(f"INFO FOR TABLE {t}"))[0] or {}
+        indexes[t] = sorted(tinfo.get("indexes", {}))
+    lock = await m.lock_holder()
+    report: dict[str, Any] = {
+        "engine": version,
+        "package": __version__,
+        "target": target.describe(),
+        "settings": plan.settings.model_dump(),
+        "files": [{"key": f.key, "kind": f.kind, "state": f.state, "applied_at": str(f.applied_at or "")} for f in plan.states],
+        "tables": tables,
+        "indexes": indexes,
+        "analyzers": sorted(info.get("analyzers", {})),
+        "functions": sorted(f"fn::{name}" for name in info.get("functions", {})),
+        "lock": lock and {k: str(v) for k, v in lock.items()},
+        "up_to_date": plan.up_to_date and not plan.problems,
+        "problems": [{"code": p.code, "message": str(p)} for p in plan.problems],
+    }
+    if as_json:
+        import json
+
+        print(json.dumps(report, indent=2))
+        if plan.problems:
+            raise typer.Exit(EXIT_ERROR)
+        return
+    out.print(f"engine     {version}  (amem-db {__version__})")
+    out.print(f"database   {report['target']}")
+    out.print(f"settings   {report['settings']}")
+    files = Table("kind", "file", "state", "applied at")
+    colour = {"applied": "green", "pending": "yellow", "changed": "yellow"}
+    for f in plan.states:
+        files.add_row(f.kind, f.key, f"[{colour.get(f.state, 'red')}]{f.state}[/]", str(f.applied_at or ""))
+    out.print(files)
+    out.print(f"tables     {len(tables)}: {', '.join(tables)}")
+    out.print(f"indexes    {sum(map(len, indexes.values()))}: " + ", ".join(i for v in indexes.values() for i in v))
+    out.print(f"analyzers  {', '.join(report['analyzers'])}")
+    out.print(f"functions  {len(report['functions'])}: {', '.join(report['functions'])}")
+    if lock:
+        out.print(f"[red]lock held by {lock['holder']} since {lock['acquired_at']}[/] (amem-db migrate --force-unlock if stale)")
+    if plan.problems:
+        for p in plan.problems:
+            err.print(f"[red]error[/] ({p.code}): {p}", highlight=False)
+        raise typer.Exit(EXIT_ERROR)
+    out.print("database is up to date" if plan.up_to_date else "migrations pending: run `amem-db migrate`")

@@ -1,0 +1,205 @@
+"""The product's workers: ``amem`` (the stored-function query per mode next to
+the raw engine floor, on a bulk-loaded corpus) and ``amem-ingest`` (the
+prepare -> embed -> ingest path)."""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from ..common import dir_size
+from .data import corpus_of, roundrobin
+from .measure import exact_topk, latency_summary, peak_rss_mb, recall_at
+
+AMEM_MODES = ("bm25", "vector", "hybrid", "hybrid_graph", "hybrid_graph_depth2")
+# bench labels that are not plain modes: the query options they stand for
+MODE_OPTIONS = {"hybrid_graph_depth2": {"mode": "hybrid_graph", "graphDepth": 2}}
+FLOOR_DEPTHS = (256, 50)
+
+
+async def worker_amem(n: int, data_dir: Path, db_root: Path, backend: str, queries: int, batch: int, reps: int) -> dict[str, Any]:
+    import numpy as np
+
+    from amem_db.connection import Target, close_quietly, open_connection
+    from amem_db.db import plain
+    from amem_db.errors import NotImplementedMode, from_engine_error
+    from amem_db.migrator import Migrator
+
+    rows, vecs, qtexts, qvecs, meta = corpus_of(data_dir, n)
+    qtexts, qvecs = qtexts[:queries], qvecs[:queries]
+    db_path = db_root / f"amem-{n}"
+    shutil.rmtree(db_path, ignore_errors=True)
+    url = "mem://" if backend == "mem" else f"{backend}://{db_path}"
+    conn = await open_connection(Target(url=url, ns="bench", db="b"))
+    result: dict[str, Any] = {"system": "amem", "size": n, "backend": backend, "batch": batch}
+    try:
+        await Migrator(conn).migrate({"embedding_dim": int(vecs.shape[1])})
+        result["engine"] = await conn.version()
+        (settings,) = await conn.query("SELECT * OMIT id FROM ONLY amem_setting:schema")
+        result["settings"] = plain(settings)
+        # documents first (no vector or full-text index on document here), then chunks
+        docs: dict[str, dict[str, Any]] = {}
+        for r in rows:
+            d = docs.setdefault(r["doc"], {"id": r["doc"], "title": r["title"], "source": r["source"], "n": 0})
+            d["n"] += 1
+        t0 = time.perf_counter()
+        # the summary embedding as ingest computes it (normalised mean of the chunk
+        # vectors), so hybrid_graph's document_summary signal has data to score
+        sums: dict[str, Any] = {}
+        for r, v in zip(rows, vecs):
+            sums[r["doc"]] = sums[r["doc"]] + v if r["doc"] in sums else v.astype(np.float64)
+        doc_rows = [{"id": _rid("document", d["id"]), "title": d["title"], "source": d["source"], "source_id": d["id"],
+                     "mime_type": "application/jsonl", "content_hash": d["id"], "text": "", "status": "ready",
+                     "chunk_count": d["n"], "scopes": [],
+                     "summary_embedding": (sums[d["id"]] / np.linalg.norm(sums[d["id"]])).tolist()}
+                    for d in docs.values()]
+        for i in range(0, len(doc_rows), 500):
+            await conn.query("INSERT INTO document $rows RETURN NONE", {"rows": doc_rows[i:i + 500]})
+        doc_seconds = time.perf_counter() - t0
+        index_of: dict[str, int] = {}
+        t0 = time.perf_counter()
+        marks = []
+        for i in range(0, n, batch):
+            chunk_rows = []
+            for j in range(i, min(i + batch, n)):
+                r = rows[j]
+                # a string key: HNSW KNN on 3.2.4 returns no rows for array/object record
+                # ids (docs/BENCH-ENGINE-NOTES.md), and the product's ingest uses array ids
+                cid = _rid("chunk", f"{r['doc']}_{r['position']}")
+                chunk_rows.append({"id": cid, "document": _rid("document", r["doc"]), "text": r["text"],
+                                   "position": r["position"], "char_start": r["char_start"], "char_end": r["char_end"],
+                                   "embedding": vecs[j].tolist(), "mime_type": "application/jsonl", "scopes": []})
+                index_of[f"{r['doc']}_{r['position']}"] = j
+            await conn.query("INSERT INTO chunk $rows RETURN NONE", {"rows": chunk_rows})
+            if (i // batch) % max(1, (n // batch) // 10) == 0:
+                marks.append((i + len(chunk_rows), round(time.perf_counter() - t0, 2)))
+        chunk_seconds = time.perf_counter() - t0
+        result["ingest"] = {"documents": len(doc_rows), "chunks": n, "document_seconds": round(doc_seconds, 2),
+                            "chunk_seconds": round(chunk_seconds, 2), "chunks_per_s": n / chunk_seconds,
+                            "progress": marks, "embedding_seconds": 0.0,
+                            "note": "bulk INSERT of precomputed vectors: no embedding time"}
+        result["size_bytes_loaded"] = dir_size(db_path)
+
+        def chunk_index(cid: Any) -> int | None:
+            key = cid.id if hasattr(cid, "id") else str(cid).split(":", 1)[-1].strip("⟨⟩`")
+            return index_of.get(str(key))
+
+        truth = exact_topk(vecs, qvecs, 10)
+        q_sql = "RETURN fn::amem::documents::query($q, $e, $o);"
+        lat: dict[str, list[float]] = {}
+        engine_ms: dict[str, list[float]] = {}
+        unavailable = {}
+        found_vec: list[list[int | None]] = []
+        stages: dict[str, dict[str, list[float]]] = {}
+        for mode in AMEM_MODES:
+            lat[mode], engine_ms[mode] = [], []
+            try:
+                for qi, (text, v) in enumerate([(qtexts[0], qvecs[0])] * reps + list(zip(qtexts, qvecs))):
+                    opts = {"mode": mode, "k": 10, "threshold": -1} | MODE_OPTIONS.get(mode, {})
+                    t = time.perf_counter()
+                    try:
+                        (res,) = await conn.query(q_sql, {"q": text, "e": None if mode == "bm25" else v.tolist(), "o": opts})
+                    except Exception as exc:
+                        raise from_engine_error(exc) from exc
+                    ms = (time.perf_counter() - t) * 1000
+                    if qi < reps:
+                        continue  # warm-up
+                    lat[mode].append(ms)
+                    engine_ms[mode].append(float(res["queryMs"]))
+                    for stage, v in (((res.get("trace") or {}).get("timings")) or {}).items():
+                        stages.setdefault(mode, {}).setdefault(stage, []).append(float(v))
+                    if mode == "vector":
+                        found_vec.append([chunk_index(h["chunk"]["id"]) for h in res["results"]])
+            except NotImplementedMode as exc:
+                unavailable[mode] = str(exc)
+                lat.pop(mode)
+                engine_ms.pop(mode)
+        result["latency_ms"] = {m: latency_summary(v) for m, v in lat.items()}
+        result["engine_query_ms"] = {m: latency_summary(v) for m, v in engine_ms.items()}
+        result["unavailable"] = unavailable
+        # where the time goes inside the stored function (its own trace.timings), mean ms
+        result["stages_ms"] = {m: {k: round(statistics.fmean(v), 2) for k, v in st.items()} for m, st in stages.items()}
+        result["recall@10"] = {"vector": recall_at(found_vec, truth, 10)}
+
+        # the raw engine floor, same data, one round trip each
+        ef = max(int(result["settings"].get("candidate_pool", 256)), 64) if isinstance(result["settings"], dict) else 256
+        floors = {}
+        found_knn: list[list[int | None]] = []
+        # the words the product's BM25 leg sends, from its own stored function
+        terms = {}
+        for text in set(qtexts):
+            (t,) = await conn.query("RETURN fn::amem::query::terms($q)", {"q": text})
+            terms[text] = t["text"]
+        for depth in FLOOR_DEPTHS:
+            e = ef if depth >= 64 else 64
+            # the product's BM25 leg reads the text-only copy (migrations/0004)
+            bm25 = f"SELECT id, search::score(1) AS s FROM chunk_fts WHERE text @1,OR@ $q ORDER BY s DESC LIMIT {depth};"
+            knn = f"SELECT id, vector::distance::knn() AS d FROM chunk WHERE embedding <|{depth},{e}|> $v ORDER BY d;"
+            for name, sql in ((f"bm25@{depth}", bm25), (f"knn@{depth}", knn), (f"both@{depth}", bm25 + "\n" + knn)):
+                times = []
+                for qi, (text, v) in enumerate([(qtexts[0], qvecs[0])] * reps + list(zip(qtexts, qvecs))):
+                    t = time.perf_counter()
+                    out = await conn.query(sql, {"q": terms[text], "v": v.tolist()})
+                    ms = (time.perf_counter() - t) * 1000
+                    if qi >= reps:
+                        times.append(ms)
+                        if name == "knn@50":
+                            found_knn.append([chunk_index(r["id"]) for r in (out[0] or [])[:10]])
+                floors[name] = latency_summary(times)
+        result["floor_ms"] = floors
+        result["recall@10"]["floor_knn"] = recall_at(found_knn, truth, 10)
+        result["floor_sql"] = {"bm25": "SELECT id, search::score(1) AS s FROM chunk_fts WHERE text @1,OR@ $q ORDER BY s DESC LIMIT D",
+                               "knn": "SELECT id, vector::distance::knn() AS d FROM chunk WHERE embedding <|D,EF|> $v ORDER BY d",
+                               "depths": list(FLOOR_DEPTHS)}
+    finally:
+        await close_quietly(conn)
+    result["size_bytes"] = dir_size(db_path)
+    result["peak_rss_mb"] = peak_rss_mb()
+    return result
+
+
+def _rid(table: str, key: Any) -> Any:
+    from surrealdb import RecordID
+
+    return RecordID(table, key)
+
+
+async def worker_amem_ingest(n: int, data_root: Path, datasets: tuple[str, ...], db_root: Path, backend: str,
+                             embedder_spec: str | None) -> dict[str, Any]:
+    """The product path: whole documents through prepare -> embed -> ingest until n chunks."""
+    from amem_db.connection import Target, close_quietly, open_connection
+    from amem_db.embedding import CachedEmbedder, get_embedder
+    from amem_db.ingest import IngestReport, ingest_items, items_from_file
+    from amem_db.migrator import Migrator
+
+    embedder = CachedEmbedder(get_embedder(embedder_spec))
+    per_ds = [items_from_file((data_root / name / "corpus.jsonl").resolve()) for name in datasets]
+    items = [it for group in roundrobin(per_ds) for it in group]
+    db_path = db_root / f"amem-ingest-{n}"
+    shutil.rmtree(db_path, ignore_errors=True)
+    url = "mem://" if backend == "mem" else f"{backend}://{db_path}"
+    conn = await open_connection(Target(url=url, ns="bench", db="i"))
+    try:
+        await Migrator(conn).migrate({"embedding_dim": embedder.dimension})
+        report = IngestReport()
+        pos = 0
+        batch = 16
+        while report.chunks < n and pos < len(items):
+            await ingest_items(conn, embedder, items[pos:pos + batch], batch_size=batch, report=report)
+            pos += batch
+        counts = (await conn.query("SELECT count() AS n FROM chunk GROUP ALL; SELECT count() AS n FROM keyword GROUP ALL;"))
+        stats = embedder.stats
+        engine_s = report.engine_seconds  # prepare + ingest round trips
+        return {"system": "amem-ingest", "size": n, "backend": backend, "documents": pos, "chunks": report.chunks,
+                "keywords": report.keywords, "embedded_texts": report.embedded_texts,
+                "seconds": round(report.seconds, 2), "embed_seconds": round(report.embed_seconds, 2),
+                "engine_seconds": round(engine_s, 2),
+                "chunks_per_s": report.chunks / report.seconds, "chunks_per_s_without_embedding": report.chunks / engine_s,
+                "cache_hits": stats.hits, "cache_misses": stats.misses, "embedder": embedder.name,
+                "rows": {"chunk": (counts[0] or [{}])[0].get("n"), "keyword": (counts[1] or [{}])[0].get("n")},
+                "size_bytes": dir_size(db_path), "peak_rss_mb": peak_rss_mb()}
+    finally:
+        await close_quietly(conn)
