@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .db import call_each
-from .errors import from_thrown
+from .errors import from_engine_text
 from .models import Document, IngestResult
 from .parsing import ParsedDocument, ParseError, parse_file
 
@@ -66,6 +66,8 @@ def doc_object(
     scopes: list[str] | None = None,
 ) -> dict:
     """A parser result as the document object ``fn::amem::documents::*`` take."""
+    if isinstance(scopes, str | bytes):
+        raise TypeError(f"scopes must be a list of scope paths, not a str: scopes=[{scopes!r}]")
     return {
         "text": parsed.text,
         "title": title or parsed.title,
@@ -115,7 +117,7 @@ def _texts_of(prepared: dict) -> dict[str, list[str]]:
 
 
 def _failed(name: str, message: str) -> IngestResult:
-    typed = from_thrown(message)
+    typed = from_engine_text(message)
     if typed is None:
         return IngestResult(status="failed", name=name, error=message, error_code="engine_error")
     return IngestResult(status="failed", name=name, error=typed.message, error_code=typed.code)

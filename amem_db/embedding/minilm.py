@@ -17,6 +17,7 @@ import threading
 from importlib import resources
 from pathlib import Path
 
+from ..errors import AmemError
 from .base import as_float_lists, embed_threads, l2_normalise_rows
 
 MODEL_NAME = "minilm-l6-int8"
@@ -43,8 +44,10 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 
 
-class ModelFileError(RuntimeError):
+class ModelFileError(AmemError, RuntimeError):
     """A bundled model or tokenizer file is missing or not the pinned one."""
+
+    code = "model_file"
 
 
 def _sha256_of(path: Path) -> str:

@@ -16,6 +16,8 @@ import urllib.error
 import urllib.request
 from array import array
 
+from ..errors import AmemError
+
 API_KEY_ENV = "OPENAI_API_KEY"
 # Inputs per request: small enough for any server's request-size limit.
 BATCH_SIZE = 64
@@ -29,8 +31,10 @@ _SPEC = re.compile(
 )
 
 
-class EmbeddingServiceError(RuntimeError):
+class EmbeddingServiceError(AmemError, RuntimeError):
     """The embedding endpoint failed or answered something unusable."""
+
+    code = "embedding_service"
 
 
 def parse_openai_spec(spec: str) -> tuple[str, str]:
