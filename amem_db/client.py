@@ -250,7 +250,7 @@ class Documents:
         for i, p in enumerate(paths):
             if not isinstance(p, str | os.PathLike):
                 raise TypeError(f"paths[{i}] must be a path (str or os.PathLike), not {type(p).__name__}")
-        return await ingest_paths(self.mem.conn, self.mem.embedder, list(paths), title=title, source=source,
+        return await ingest_paths(self.mem.conn, self.mem.embedder, [Path(p) for p in paths], title=title, source=source,
                                   scopes=_strs("scopes", scopes), mime_type=mime_type, batch_size=batch_size,
                                   progress=progress, after_batch=self.mem.reopen_if_wal_full)
 

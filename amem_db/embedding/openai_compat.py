@@ -15,6 +15,7 @@ import threading
 import urllib.error
 import urllib.request
 from array import array
+from typing import Any
 
 from ..errors import AmemError
 
@@ -108,14 +109,15 @@ class OpenAICompatibleEmbedder:
         self._check_dimension(len(vectors[0]))
         return [_normalised_float32(vector) for vector in vectors]
 
-    def _post(self, body: bytes) -> dict:
+    def _post(self, body: bytes) -> dict[str, Any]:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         request = urllib.request.Request(self.endpoint, data=body, headers=headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                return json.loads(response.read().decode("utf-8"))
+                reply: dict[str, Any] = json.loads(response.read().decode("utf-8"))
+                return reply
         except urllib.error.HTTPError as exc:
             detail = exc.read(500).decode("utf-8", "replace")
             raise EmbeddingServiceError(
@@ -134,7 +136,7 @@ class OpenAICompatibleEmbedder:
                 f"{self.endpoint} returned {dimension}-dim vectors after {self._dimension}-dim ones")
 
 
-def _vectors_from_reply(reply: dict, expected: int, endpoint: str) -> list[list[float]]:
+def _vectors_from_reply(reply: dict[str, Any], expected: int, endpoint: str) -> list[list[float]]:
     try:
         items = sorted(reply["data"], key=lambda item: item.get("index", 0))
         vectors = [item["embedding"] for item in items]

@@ -6,6 +6,8 @@ banners dropped. Title from ``<title>`` else the first H1."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..constants import MIME_HTML
 from .base import CorruptFileError, Format, Link, ParsedDocument, UnsupportedFormatError, collapse, tile_sections
 
@@ -82,7 +84,7 @@ class _HtmlText:
         return "".join(self.out)
 
 
-def _html_is_dropped(tag) -> bool:
+def _html_is_dropped(tag: Any) -> bool:
     name = tag.name
     if name in _HTML_DROP:
         return True
@@ -97,12 +99,12 @@ def _html_is_dropped(tag) -> bool:
     return False
 
 
-def _html_inline_text(tag) -> str:
-    from bs4 import NavigableString, Tag
+def _html_inline_text(tag: Any) -> str:
+    from bs4.element import NavigableString, Tag
 
     parts: list[str] = []
 
-    def walk(node) -> None:
+    def walk(node: Any) -> None:
         for child in node.children:
             if isinstance(child, Tag):
                 if _html_is_dropped(child):
@@ -122,7 +124,7 @@ def _html_inline_text(tag) -> str:
     return collapse("".join(parts))
 
 
-def _html_list_marker(li, b: _HtmlText) -> str:
+def _html_list_marker(li: Any, b: _HtmlText) -> str:
     lst = li.find_parent(["ol", "ul", "menu"])
     if lst is None or lst.name != "ol":
         return "- "
@@ -136,8 +138,8 @@ def _html_list_marker(li, b: _HtmlText) -> str:
     return f"{b.list_counters[key]}. "
 
 
-def _html_walk(node, b: _HtmlText) -> None:
-    from bs4 import NavigableString, Tag
+def _html_walk(node: Any, b: _HtmlText) -> None:
+    from bs4.element import NavigableString, Tag
 
     for child in node.children:
         if not isinstance(child, Tag):
