@@ -34,7 +34,6 @@ import os
 from pathlib import Path
 
 from ..constants import (
-    KNOWN_MIME_TYPES,
     MIME_HTML,
     MIME_JSONL,
     MIME_MARKDOWN,
@@ -98,9 +97,6 @@ SUPPORTED_MIME_TYPES: tuple[str, ...] = tuple(_BY_MIME)
 SUPPORTED_EXTENSIONS: dict[str, str] = {ext: f.mime for f in FORMATS for ext in f.extensions}
 # other spellings accepted for the ``mime_type`` argument of :func:`parse`
 _MIME_ALIASES: dict[str, str] = {alias: f.mime for f in FORMATS for alias in f.aliases}
-
-# every format a parser produces is one the SurrealQL knows (constants.KNOWN_MIME_TYPES)
-assert set(SUPPORTED_MIME_TYPES) <= set(KNOWN_MIME_TYPES), set(SUPPORTED_MIME_TYPES) - set(KNOWN_MIME_TYPES)
 
 
 def detect_mime_type(path_or_name: str | os.PathLike[str] | None, data: bytes) -> str:
