@@ -260,7 +260,7 @@ def from_engine_error(exc: BaseException) -> BaseException:
         return typed
     from surrealdb import errors as sdk
 
-    if isinstance(exc, sdk.TransportError | ConnectionError | TimeoutError):
+    if isinstance(exc, sdk.TransportError | ConnectionError | TimeoutError) or type(exc).__module__.startswith("websockets"):
         return TransportError(f"the request to the database did not complete: {_first_line(exc)}")
     if isinstance(exc, sdk.ServerError):
         return ServerError(f"the database refused the request: {exc}", kind=exc.kind)
