@@ -15,7 +15,8 @@ An application connects with ``NAME:SECRET``::
 from __future__ import annotations
 
 import secrets
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 from .db import plain
 from .errors import InvalidInput, NotFound, PermissionDenied, from_engine_error
@@ -46,9 +47,12 @@ def split_key(key: str) -> tuple[str, str]:
     return name, secret
 
 
-def _check(name: str, read: list[str], write: list[str]) -> None:
+def _check(name: str, read: Sequence[str], write: Sequence[str]) -> None:
     import re
 
+    for what, paths in (("read", read), ("write", write)):
+        if isinstance(paths, str | bytes) or not isinstance(paths, Sequence) or not all(isinstance(p, str) for p in paths):
+            raise TypeError(f"{what} must be a list of scope paths, not {type(paths).__name__}: {what}=[...]")
     if not re.fullmatch(r"[A-Za-z0-9_.@-]{1,64}", name or ""):
         raise InvalidInput("a credential name is 1-64 letters, digits, _ . @ -")
     if len(read) > MAX_GRANTS or len(write) > MAX_GRANTS:
@@ -67,7 +71,7 @@ async def _require_owner(conn: Any) -> None:
         raise PermissionDenied("managing credentials needs a root/owner connection (--user/--pass or the embedded owner), not a key")
 
 
-async def grant(conn: Any, name: str, *, read: list[str], write: list[str], admin: bool = False) -> tuple[dict, str]:
+async def grant(conn: Any, name: str, *, read: Sequence[str], write: Sequence[str], admin: bool = False) -> tuple[dict[str, Any], str]:
     """Mint a credential. Returns (principal row, key "NAME:SECRET"); the secret is not stored."""
     _check(name, read, write)
     await _require_owner(conn)
@@ -78,17 +82,17 @@ async def grant(conn: Any, name: str, *, read: list[str], write: list[str], admi
     except Exception as exc:
         raise from_engine_error(exc) from exc
     row = res[-1] if isinstance(res, list) else res
-    return plain(row), f"{name}:{secret}"
+    return cast(dict[str, Any], plain(row)), f"{name}:{secret}"
 
 
-async def list_keys(conn: Any) -> list[dict]:
+async def list_keys(conn: Any) -> list[dict[str, Any]]:
     await _require_owner(conn)
     (rows,) = await conn.query(
         "SELECT name, read, write, admin, revoked, created_at, revoked_at FROM amem_principal ORDER BY name")
-    return plain(rows or [])
+    return cast(list[dict[str, Any]], plain(rows or []))
 
 
-async def revoke(conn: Any, name: str) -> dict:
+async def revoke(conn: Any, name: str) -> dict[str, Any]:
     """Revoke: sign-in refused, and every permission check of live sessions fails at once."""
     await _require_owner(conn)
     (rows,) = await conn.query(
@@ -96,4 +100,4 @@ async def revoke(conn: Any, name: str) -> dict:
         "RETURN name, revoked, revoked_at", {"name": name})
     if not rows:
         raise NotFound(f"no credential named {name}")
-    return plain(rows[0] if isinstance(rows, list) else rows)
+    return cast(dict[str, Any], plain(rows[0] if isinstance(rows, list) else rows))

@@ -1,40 +1,86 @@
 """The thin async client. Every read is one round trip to one stored function.
 
-    async with await Memory.open() as mem:             # the embedded default
-        await mem.documents.ingest("docs/returns.md", scopes=["org/acme"])
-        page = await mem.documents.keywords.list(min_document_count=3)
+    async with await Memory.open(migrate=True) as mem:      # the embedded default
+        await mem.documents.ingest_file("docs/returns.md", scopes=["org/acme"])
+        await mem.documents.ingest_text("Gift cards cannot be returned.", source="faq#gift-cards")
+        response = await mem.documents.query("return window", mode="hybrid", k=5)
+        for hit in response.results:
+            print(hit.score, hit.document.title, hit.chunk.text[:80])
+
+A path is never guessed from a string: ``ingest_file`` reads a file,
+``ingest_text`` stores text, ``ingest_paths`` walks files and folders. Where a
+list belongs (``scopes``, ``lens`` clauses, ``graph_edges``, id lists, paths) a
+str is a ``TypeError``, never a list of its characters. Results are the
+pydantic models of ``amem_db.models``. ``amem_db.SyncMemory`` is the same
+surface without ``await``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, TypeVar
+
+import pydantic
 
 from .connection import WAL_REOPEN_BYTES, Target, close_quietly, open_connection, resolve_target, wal_bytes
 from .db import call
-from .errors import InvalidInput, error_for
-from .ingest import IngestReport, Item, doc_object, ingest_items, ingest_paths, items_from_file
+from .embedding.base import Embedder
+from .errors import InvalidInput, ServerError, error_for, from_engine_error
+from .ingest import IngestReport, Item, Progress, doc_object, ingest_items, ingest_paths, items_from_file
+from .migrator import Migrator, Plan
 from .models import (
     ChunkPage,
+    Deleted,
     Document,
     DocumentKeywords,
     DocumentPage,
+    DocumentStatus,
     IngestResult,
     KeywordDetail,
     KeywordPage,
     KeywordSearch,
+    KeywordSort,
+    LinkCounts,
+    QueryMode,
     QueryResponse,
 )
 from .parsing import ParsedDocument, parse
+from .settings import SchemaSettings
+
+__all__ = ["Documents", "Keywords", "Lens", "Memory", "QueryFilter"]
+
+_M = TypeVar("_M", bound=pydantic.BaseModel)
+
+#: a DNF scope selector: OR of clauses, each an AND of scope paths: [["org/a"], ["org/b", "clearance/x"]]
+Lens = Sequence[Sequence[str]]
+
+
+class QueryFilter(TypedDict, total=False):
+    """``filter`` of documents.query (the spec's keys; any other key is reported and ignored)."""
+
+    mimeType: Sequence[str]
+    documentIds: Sequence[str]
 
 
 class Memory:
-    def __init__(self, conn: Any, *, embedder: Any | str | None = None, target: Target | None = None) -> None:
+    """A connection plus the embedder. ``Memory.open(...)`` resolves where the
+    database is; ``Memory(conn, embedder=...)`` wraps a connection you opened."""
+
+    def __init__(self, conn: Any, *, embedder: Embedder | str | None = None, target: Target | None = None) -> None:
         self.conn = conn
         self.target = target
-        self._embedder_spec = embedder
-        self._embedder: Any | None = None if isinstance(embedder, (str, type(None))) else embedder
+        if embedder is None or isinstance(embedder, str):
+            from .embedding import get_embedder
+
+            embedder = get_embedder(embedder)  # an unknown name fails here (UnknownEmbedder), models load on first use
+            self._cache = True
+        else:
+            self._cache = False
+        self._inner: Embedder = embedder
+        self._embedder: Embedder | None = None
         self.documents = Documents(self)
 
     @classmethod
@@ -46,20 +92,56 @@ class Memory:
         user: str | None = None,
         password: str | None = None,
         *,
-        embedder: Any | str | None = None,
+        key: str | None = None,
+        embedder: Embedder | str | None = None,
+        migrate: bool = False,
     ) -> Memory:
-        """Connect (options > AMEM_* environment > embedded default). ``embedder``:
-        an Embedder, or a spec such as "minilm", "e5-small", "openai:URL:MODEL"."""
-        target = resolve_target(url, ns, db, user, password)
-        return cls(await open_connection(target), embedder=embedder, target=target)
+        """Connect (options > ``AMEM_*`` environment > the embedded default in
+        ``./.amem/data``). ``key``: a ``NAME:SECRET`` credential from ``amem-db
+        grant`` (reads and writes limited by its grants, as ``--key``).
+        ``embedder``: an Embedder, or a spec such as "minilm", "e5-small",
+        "openai:URL:MODEL". ``migrate=True`` applies pending migrations first."""
+        target = resolve_target(url, ns, db, user, password, key)
+        mem = cls(None, embedder=embedder, target=target)
+        mem.conn = await open_connection(target)
+        if migrate:
+            try:
+                await mem.migrate()
+            except BaseException:
+                await mem.close()
+                raise
+        return mem
+
+    async def migrate(self, /, *, dry_run: bool = False, **settings: Any) -> Plan:
+        """Apply pending migrations and changed SurrealQL, as ``amem-db migrate``
+        does; returns the plan that ran. ``settings`` are the schema settings
+        (``embedding_dim``, ``hnsw_m``, ``hnsw_efc``, ``candidate_pool``,
+        ``analyzer_language``); ones not given keep their recorded values.
+        ``dry_run`` checks the plan inside a cancelled transaction."""
+        unknown = sorted(set(settings) - set(SchemaSettings.model_fields))
+        if unknown:
+            raise InvalidInput(f"unknown setting {', '.join(unknown)}: the settings are {', '.join(SchemaSettings.model_fields)}")
+        try:
+            SchemaSettings.model_validate(settings)  # each value against its limits, before touching the database
+            return await Migrator(self.conn).migrate(settings, dry_run=dry_run)
+        except pydantic.ValidationError as exc:
+            raise InvalidInput.from_validation(exc, what="migrate") from exc
+        except Exception as exc:
+            typed = from_engine_error(exc)
+            if typed is exc:
+                raise
+            raise typed from exc
 
     @property
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder:
         """The embedding model (loaded on first use), behind the on-disk cache."""
         if self._embedder is None:
-            from .embedding import CachedEmbedder, get_embedder
+            if self._cache:
+                from .embedding import CachedEmbedder
 
-            self._embedder = CachedEmbedder(get_embedder(self._embedder_spec))
+                self._embedder = CachedEmbedder(self._inner)
+            else:
+                self._embedder = self._inner
         return self._embedder
 
     async def reopen_if_wal_full(self) -> Any:
@@ -71,74 +153,137 @@ class Memory:
         return self.conn
 
     async def embed_query(self, text: str) -> list[float]:
+        """The query vector of ``text`` (in a worker thread)."""
+        if not isinstance(text, str):
+            raise TypeError(f"a query is a str, not {type(text).__name__}")
         return await asyncio.to_thread(self.embedder.embed_query, text)
 
     async def close(self) -> None:
-        await close_quietly(self.conn)
+        """Close the connection (an embedded engine is released)."""
+        if self.conn is not None:
+            await close_quietly(self.conn)
 
     async def __aenter__(self) -> Memory:
         return self
 
-    async def __aexit__(self, *exc: Any) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
 
 class Documents:
+    """``mem.documents``: ingest, read, query passages."""
+
     def __init__(self, mem: Memory) -> None:
         self.mem = mem
         self.keywords = Keywords(mem)
 
-    async def ingest(
+    async def ingest_file(
         self,
-        content: str | Path | bytes,
+        path: str | os.PathLike[str],
         *,
         title: str | None = None,
         source: str | None = None,
-        scopes: list[str] | None = None,
+        scopes: Sequence[str] | None = None,
         mime_type: str | None = None,
         embed: bool = True,
     ) -> IngestResult:
-        """Ingest one document from a path, raw bytes, or text. Raises the typed
-        error on failure (nothing is stored then)."""
-        if isinstance(content, Path) or (isinstance(content, str) and "\n" not in content and len(content) < 4096 and Path(content).is_file()):
-            items = items_from_file(Path(content), title=title, source=source, scopes=scopes, mime_type=mime_type)
-        else:
-            data = content if isinstance(content, bytes) else content.encode()
-            if mime_type is None and isinstance(content, str):
-                mime_type = "text/plain"
-            parsed: list[ParsedDocument] = parse(data, name=source, mime_type=mime_type)
-            items = [Item(source or "text", doc_object(p, source=source, title=title, scopes=scopes)) for p in parsed]
+        """Ingest one file (format detected from its content and name unless
+        ``mime_type`` is given; ``source`` defaults to the path). Raises the
+        typed error on failure (nothing is stored then): ParseError for an
+        unreadable file, InvalidInput for a folder or a multi-document corpus
+        (use ``ingest_paths``)."""
+        if not isinstance(path, str | os.PathLike):
+            raise TypeError(f"ingest_file takes a path (str or os.PathLike), not {type(path).__name__}; for text use ingest_text")
+        p = Path(path)
+        if p.is_dir():
+            raise InvalidInput(f"{p} is a folder: use documents.ingest_paths([path]) for folders")
+        items = items_from_file(p, title=title, source=source, scopes=_strs("scopes", scopes), mime_type=mime_type)
         if len(items) != 1:
-            raise InvalidInput(f"{len(items)} documents in one input (a JSONL corpus?): use documents.ingest_paths")
-        report = await ingest_items(self.mem.conn, self.mem.embedder if embed else None, items)
+            raise InvalidInput(f"{p} holds {len(items)} documents (a JSONL corpus): use documents.ingest_paths([path])")
+        return await self._ingest_one(items[0], embed)
+
+    async def ingest_text(
+        self,
+        text: str,
+        *,
+        title: str | None = None,
+        source: str | None = None,
+        scopes: Sequence[str] | None = None,
+        mime_type: str = "text/plain",
+        embed: bool = True,
+    ) -> IngestResult:
+        """Ingest ``text`` itself as one document (``mime_type`` e.g.
+        "text/markdown" to get its sections). ``source`` identifies it: the same
+        source with changed text replaces the stored document."""
+        if not isinstance(text, str):
+            raise TypeError(f"ingest_text takes a str, not {type(text).__name__}; for a file use ingest_file(path)")
+        if not isinstance(mime_type, str):
+            raise TypeError(f"mime_type is a str, not {type(mime_type).__name__}")
+        parsed: list[ParsedDocument] = parse(text.encode(), name=source, mime_type=mime_type)
+        if len(parsed) != 1:
+            raise InvalidInput(f"{len(parsed)} documents in one text (a JSONL corpus?): use documents.ingest_paths")
+        doc = doc_object(parsed[0], source=source, title=title, scopes=_strs("scopes", scopes))
+        return await self._ingest_one(Item(source or "text", doc), embed)
+
+    async def _ingest_one(self, item: Item, embed: bool) -> IngestResult:
+        report = await ingest_items(self.mem.conn, self.mem.embedder if embed else None, [item])
         result = report.results[0]
         if result.status == "failed":
             raise error_for(result.error_code or "error", result.error or "ingest failed")
         return result
 
-    async def ingest_paths(self, paths: list[str | Path], *, progress: Any = None, **kw: Any) -> IngestReport:
-        """Ingest files and folders (recursively); per-file failures are reported, not raised."""
-        return await ingest_paths(self.mem.conn, self.mem.embedder, paths, progress=progress,
-                                  after_batch=self.mem.reopen_if_wal_full, **kw)
+    async def ingest_paths(
+        self,
+        paths: Sequence[str | os.PathLike[str]],
+        *,
+        title: str | None = None,
+        source: str | None = None,
+        scopes: Sequence[str] | None = None,
+        mime_type: str | None = None,
+        batch_size: int = 16,
+        progress: Progress | None = None,
+    ) -> IngestReport:
+        """Ingest files and folders (recursively, hidden files skipped); a file
+        that fails is reported in the result, the rest go on."""
+        if isinstance(paths, str | bytes | os.PathLike) or not isinstance(paths, Sequence):
+            raise TypeError(f"paths must be a list of paths, not {type(paths).__name__}: ingest_paths([{paths!r}])")
+        for i, p in enumerate(paths):
+            if not isinstance(p, str | os.PathLike):
+                raise TypeError(f"paths[{i}] must be a path (str or os.PathLike), not {type(p).__name__}")
+        return await ingest_paths(self.mem.conn, self.mem.embedder, [Path(p) for p in paths], title=title, source=source,
+                                  scopes=_strs("scopes", scopes), mime_type=mime_type, batch_size=batch_size,
+                                  progress=progress, after_batch=self.mem.reopen_if_wal_full)
 
     async def get(self, id: str) -> Document | None:
-        row = await call(self.mem.conn, "fn::amem::documents::get", id)
-        return Document(**row) if row else None
+        """One document (without its text, with its keywords), or None."""
+        row = await call(self.mem.conn, "fn::amem::documents::get", _id(id))
+        return _model(Document, row) if row else None
 
-    async def list(self, *, status: str | None = None, mime_type: str | list[str] | None = None,
-                   lens: list[list[str]] | None = None, limit: int = 20, offset: int = 0) -> DocumentPage:
-        opts = {"status": status, "mimeType": mime_type, "lens": lens, "limit": limit, "offset": offset}
-        return DocumentPage(**await call(self.mem.conn, "fn::amem::documents::list", _clean(opts)))
+    async def list(
+        self,
+        *,
+        status: DocumentStatus | None = None,
+        mime_type: str | Sequence[str] | None = None,
+        lens: Lens | None = None,
+        limit: int = 20,
+        offset: int = 0,
+    ) -> DocumentPage:
+        """Documents, newest first, paged."""
+        mime = mime_type if isinstance(mime_type, str) else _strs("mime_type", mime_type)
+        opts = {"status": status, "mimeType": mime, "lens": _lens(lens), "limit": limit, "offset": offset}
+        return _model(DocumentPage, await call(self.mem.conn, "fn::amem::documents::list", _clean(opts)))
 
     async def chunks(self, id: str, *, limit: int = 50, offset: int = 0) -> ChunkPage:
-        return ChunkPage(**await call(self.mem.conn, "fn::amem::documents::chunks", id, {"limit": limit, "offset": offset}))
+        """A document's chunks (and transcript passages) in order, paged."""
+        return _model(ChunkPage, await call(self.mem.conn, "fn::amem::documents::chunks", _id(id), {"limit": limit, "offset": offset}))
 
-    async def delete(self, id: str) -> dict:
-        return await call(self.mem.conn, "fn::amem::documents::delete", id)
+    async def delete(self, id: str) -> Deleted:
+        """Delete a document with its chunks, sections, keyword edges and links."""
+        return _model(Deleted, await call(self.mem.conn, "fn::amem::documents::delete", _id(id)))
 
     async def reprocess(self, id: str) -> IngestResult:
         """Re-chunk, re-extract keywords and re-embed a document from its stored text."""
-        doc = await call(self.mem.conn, "fn::amem::documents::source_of", id)
+        doc = await call(self.mem.conn, "fn::amem::documents::source_of", _id(id))
         doc["force"] = True
         report = await ingest_items(self.mem.conn, self.mem.embedder, [Item(doc.get("source") or id, doc)])
         return report.results[0]
@@ -147,57 +292,132 @@ class Documents:
         self,
         query: str,
         *,
-        mode: str = "hybrid",
+        mode: QueryMode = "hybrid",
         k: int = 10,
         threshold: float | None = None,
         vector_weight: float | None = None,
         rrf_k: float | None = None,
-        filter: dict | None = None,
-        lens: list[list[str]] | None = None,
+        filter: QueryFilter | None = None,
+        lens: Lens | None = None,
         expand_context: bool | None = None,
         graph_alpha: float | None = None,
         graph_depth: int | None = None,
-        graph_edges: list[str] | None = None,
+        graph_edges: Sequence[str] | None = None,
         expand_graph: bool | None = None,
         use_hyde: bool | None = None,
         decompose_query: bool | None = None,
         use_reranker: bool | None = None,
     ) -> QueryResponse:
         """Ranked passages for ``query``: embeds it (unless mode is bm25), then ONE
-        round trip to ``fn::amem::documents::query``. Options and defaults as the spec."""
-        embedding = None if mode == "bm25" else await self.mem.embed_query(query)
+        round trip to ``fn::amem::documents::query``. Options and defaults as the
+        spec; ``use_hyde`` / ``decompose_query`` / ``use_reranker`` fall back
+        without error (no LLM attached), reported in ``warnings`` and the trace."""
+        if not isinstance(query, str):
+            raise TypeError(f"a query is a str, not {type(query).__name__}")
         opts = _clean({
             "mode": mode, "k": k, "threshold": threshold, "vectorWeight": vector_weight, "rrfK": rrf_k,
-            "filter": filter, "lens": lens, "expandContext": expand_context, "graphAlpha": graph_alpha,
-            "graphDepth": graph_depth, "graphEdges": graph_edges, "expandGraph": expand_graph,
+            "filter": _filter(filter), "lens": _lens(lens), "expandContext": expand_context, "graphAlpha": graph_alpha,
+            "graphDepth": graph_depth, "graphEdges": _strs("graph_edges", graph_edges), "expandGraph": expand_graph,
             "useHyde": use_hyde, "decomposeQuery": decompose_query, "useReranker": use_reranker,
-            "embeddingModel": self.mem.embedder.name if embedding is not None else None,
         })
-        return QueryResponse(**await call(self.mem.conn, "fn::amem::documents::query", query, embedding, opts))
+        embedding = None if mode == "bm25" else await self.mem.embed_query(query)
+        if embedding is not None:
+            opts["embeddingModel"] = self.mem.embedder.name
+        return _model(QueryResponse, await call(self.mem.conn, "fn::amem::documents::query", query, embedding, opts))
 
-    async def recompute_links(self) -> dict:
-        return await call(self.mem.conn, "fn::amem::documents::recompute_links")
+    async def recompute_links(self) -> LinkCounts:
+        """Rebuild the links between documents from the links stored with each."""
+        return _model(LinkCounts, await call(self.mem.conn, "fn::amem::documents::recompute_links"))
 
 
 class Keywords:
+    """``mem.documents.keywords``: the RAKE keyphrase reads."""
+
     def __init__(self, mem: Memory) -> None:
         self.mem = mem
 
-    async def for_document(self, id: str, *, lens: list[list[str]] | None = None) -> DocumentKeywords:
-        return DocumentKeywords(**await call(self.mem.conn, "fn::amem::keywords::for_document", id, lens))
+    async def for_document(self, id: str, *, lens: Lens | None = None) -> DocumentKeywords:
+        """A document's keyphrases with their RAKE scores."""
+        return _model(DocumentKeywords, await call(self.mem.conn, "fn::amem::keywords::for_document", _id(id), _lens(lens)))
 
-    async def list(self, *, min_document_count: int = 1, sort: str = "-document_count", limit: int = 50,
-                   offset: int = 0, lens: list[list[str]] | None = None) -> KeywordPage:
-        opts = {"minDocumentCount": min_document_count, "sort": sort, "limit": limit, "offset": offset, "lens": lens}
-        return KeywordPage(**await call(self.mem.conn, "fn::amem::keywords::list", _clean(opts)))
+    async def list(
+        self,
+        *,
+        min_document_count: int = 1,
+        sort: KeywordSort = "-document_count",
+        limit: int = 50,
+        offset: int = 0,
+        lens: Lens | None = None,
+    ) -> KeywordPage:
+        """Keywords across the corpus, paged."""
+        opts = {"minDocumentCount": min_document_count, "sort": sort, "limit": limit, "offset": offset, "lens": _lens(lens)}
+        return _model(KeywordPage, await call(self.mem.conn, "fn::amem::keywords::list", _clean(opts)))
 
-    async def get(self, text: str, *, lens: list[list[str]] | None = None) -> KeywordDetail:
-        return KeywordDetail(**await call(self.mem.conn, "fn::amem::keywords::get", text, lens))
+    async def get(self, text: str, *, lens: Lens | None = None) -> KeywordDetail:
+        """A keyword by its normalised form (any case), with its documents."""
+        return _model(KeywordDetail, await call(self.mem.conn, "fn::amem::keywords::get", text, _lens(lens)))
 
-    async def search(self, query: str, k: int = 10, *, lens: list[list[str]] | None = None) -> KeywordSearch:
+    async def search(self, query: str, k: int = 10, *, lens: Lens | None = None) -> KeywordSearch:
+        """Keywords nearest in meaning to ``query`` (keyword embeddings)."""
+        checked = _lens(lens)
         vector = await self.mem.embed_query(query)
-        return KeywordSearch(**await call(self.mem.conn, "fn::amem::keywords::search", vector, k, lens))
+        return _model(KeywordSearch, await call(self.mem.conn, "fn::amem::keywords::search", vector, k, checked))
 
 
-def _clean(opts: dict) -> dict:
+# --- argument checks: a str is never a list of its characters --------------------------
+def _strs(name: str, value: object) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str | bytes):
+        raise TypeError(f"{name} must be a list of strings, not a {type(value).__name__}: {name}=[{value!r}]")
+    if not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a list of strings, not {type(value).__name__}")
+    for i, v in enumerate(value):
+        if not isinstance(v, str):
+            raise TypeError(f"{name}[{i}] must be a str, not {type(v).__name__}")
+    return list(value)
+
+
+def _lens(value: object) -> list[list[str]] | None:
+    if value is None:
+        return None
+    example = 'lens=[["org/acme"]] (OR of clauses, each an AND of scope paths)'
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise TypeError(f"lens must be a list of clauses, not {type(value).__name__}: {example}")
+    clauses = []
+    for i, clause in enumerate(value):
+        if isinstance(clause, str | bytes) or not isinstance(clause, Sequence):
+            raise TypeError(f"lens[{i}] must be a clause (a list of scope paths), not {type(clause).__name__}: {example}")
+        clauses.append(_strs(f"lens[{i}]", clause) or [])
+    return clauses
+
+
+def _filter(value: object) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError(f'filter must be a dict such as {{"mimeType": ["application/pdf"]}}, not {type(value).__name__}')
+    out = dict(value)
+    for key in ("mimeType", "documentIds"):
+        if out.get(key) is not None:
+            out[key] = _strs(f"filter.{key}", out[key])
+    return out
+
+
+def _id(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"an id is a str such as 'document:01hx...', not {type(value).__name__}")
+    return value
+
+
+def _model(model: type[_M], data: Any) -> _M:
+    """A stored function's result as its model. A result that does not fit is
+    the database's fault, not the caller's: a ServerError naming the field."""
+    try:
+        return model.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise ServerError(f"unexpected result shape for {model.__name__}: {exc.errors()[0].get('loc')}: {exc.errors()[0].get('msg')}") from exc
+
+
+def _clean(opts: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in opts.items() if v is not None}

@@ -1,14 +1,21 @@
-"""Calling stored functions: one round trip each, errors mapped once."""
+"""Calling stored functions: one round trip each, errors mapped once.
+
+Every stored-function call of the client goes through ``call`` or
+``call_each``, so an engine error is mapped here, once, into the typed
+``AmemError`` tree (``errors.py``): an amem THROW code to its class, a missing
+``fn::amem::*`` function to ``NotMigrated``, anything else to
+``TransportError`` (may retry) or ``ServerError`` (don't).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from surrealdb import RecordID
-from surrealdb.errors import SurrealError
 
-from .errors import from_engine_error
+from .errors import TransportError, from_engine_error, server_error
 
 
 def plain(value: Any) -> Any:
@@ -29,31 +36,58 @@ def call_sql(fn: str, n_args: int) -> str:
     return f"RETURN {fn}({', '.join(f'$a{i}' for i in range(n_args))});"
 
 
+def _mapped(exc: BaseException) -> BaseException:
+    # a failed SDK call raises its own SurrealError tree, or the socket /
+    # timeout errors of the transport it wraps; anything else is a bug: as is
+    typed = from_engine_error(exc)
+    if typed is exc and isinstance(exc, OSError):
+        return TransportError(f"the request to the database did not complete: {exc}")
+    return typed
+
+
 async def call(conn: Any, fn: str, *args: Any) -> Any:
     """``RETURN fn::...($a0, $a1, ...)`` with the arguments as parameters."""
     try:
         (result,) = await conn.query(call_sql(fn, len(args)), {f"a{i}": a for i, a in enumerate(args)})
-    except SurrealError as exc:
-        raise from_engine_error(exc) from exc
+    except Exception as exc:
+        typed = _mapped(exc)
+        if typed is exc:
+            raise
+        raise typed from exc
     return plain(result)
 
 
-async def call_each(conn: Any, fn: str, arg_lists: list[tuple]) -> list[tuple[bool, Any]]:
+async def call_each(conn: Any, fn: str, arg_lists: Sequence[tuple[Any, ...]]) -> list[tuple[bool, Any]]:
     """Many calls of one function in one round trip, each its own statement
-    (and so its own transaction): ``[(ok, result_or_error_text), ...]``."""
+    (and so its own transaction): ``[(ok, result_or_error_text), ...]``.
+
+    A statement that failed because the function does not exist raises
+    ``NotMigrated`` (no statement of the batch could succeed)."""
     if not arg_lists:
         return []
-    sql, params = [], {}
+    sql: list[str] = []
+    params: dict[str, Any] = {}
     for i, args in enumerate(arg_lists):
         names = [f"s{i}_{j}" for j in range(len(args))]
         sql.append(f"RETURN {fn}({', '.join('$' + n for n in names)});")
         params.update(zip(names, args))
-    raw = await conn.query_raw("\n".join(sql), params)
+    try:
+        raw = await conn.query_raw("\n".join(sql), params)
+    except Exception as exc:
+        typed = _mapped(exc)
+        if typed is exc:
+            raise
+        raise typed from exc
     if raw.get("error"):
         err = raw["error"]
-        raise from_engine_error(RuntimeError(err.get("message", str(err)) if isinstance(err, dict) else str(err)))
-    out = []
+        message = err.get("message", str(err)) if isinstance(err, dict) else str(err)
+        raise server_error(message, kind=err.get("kind") if isinstance(err, dict) else None)
+    out: list[tuple[bool, Any]] = []
     for stmt in raw["result"]:
         ok = stmt.get("status") == "OK"
+        if not ok:
+            typed = server_error(str(stmt.get("result")), kind=stmt.get("kind"))
+            if typed.code == "not_migrated":
+                raise typed
         out.append((ok, plain(stmt.get("result")) if ok else str(stmt.get("result"))))
     return out

@@ -4,11 +4,46 @@ Stored functions raise domain errors as ``THROW "amem:<code>: <message>"``; the
 SDK delivers them as ``surrealdb.errors.ThrownError`` carrying that string.
 ``from_engine_error`` maps the code, once, to a typed exception here, so callers
 catch ``amem_db.InvalidInput`` rather than parsing messages.
+
+The tree is closed: everything the client raises on purpose is an
+``AmemError`` (a wrong argument *type* is a ``TypeError``, as in any Python
+API). Engine failures that are not one of our codes split the way the
+surrealdb SDK splits them: ``TransportError`` (the request may not have
+reached the database; retrying may succeed) and ``ServerError`` (the database
+decided; retrying the same request will not help).
 """
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+__all__ = [
+    "AmemError",
+    "AuthenticationFailed",
+    "ConnectionFailed",
+    "DatabaseInUse",
+    "DimensionChangeRefused",
+    "EmbeddingMismatch",
+    "EngineTooOld",
+    "InvalidInput",
+    "MigrationDrift",
+    "MigrationError",
+    "MigrationLocked",
+    "MigrationMissing",
+    "MigrationOutOfOrder",
+    "NotFound",
+    "NotImplementedMode",
+    "NotMigrated",
+    "PermissionDenied",
+    "ServerError",
+    "TransportError",
+    "UnknownEmbedder",
+    "UnknownUrlScheme",
+]
 
 _THROWN = re.compile(r"amem:(?P<code>[a-z_]+): (?P<message>.*)", re.S)
 
@@ -17,6 +52,8 @@ class AmemError(Exception):
     """Base of every error amem-db raises on purpose."""
 
     code = "error"
+    #: True when the same call may succeed if tried again (a transport failure)
+    retryable = False
 
     def __init__(self, message: str, *, code: str | None = None) -> None:
         super().__init__(message)
@@ -28,8 +65,28 @@ class AmemError(Exception):
         return self.message
 
 
+# --- transport vs server (the surrealdb SDK's split) ---------------------------
+class TransportError(AmemError):
+    """The request did not complete (connection lost, timeout, bad frame): it
+    may not have reached the database, so retrying may succeed."""
+
+    code = "transport"
+    retryable = True
+
+
+class ServerError(AmemError):
+    """The database answered with an error that is not one of amem's codes
+    (``kind`` is the engine's error kind, e.g. ``"Internal"``): don't retry."""
+
+    code = "server"
+
+    def __init__(self, message: str, *, code: str | None = None, kind: str | None = None) -> None:
+        super().__init__(message, code=code)
+        self.kind = kind
+
+
 # --- where the database is -------------------------------------------------
-class ConnectionFailed(AmemError):
+class ConnectionFailed(TransportError):
     """The server could not be reached (or the embedded engine not opened)."""
 
     code = "connection_failed"
@@ -79,12 +136,35 @@ class DimensionChangeRefused(MigrationError):
 
 
 class NotMigrated(MigrationError):
+    """The database has no (or not all) amem functions: it was never migrated."""
+
     code = "not_migrated"
 
 
 # --- domain errors thrown by stored functions --------------------------------
 class InvalidInput(AmemError):
     code = "invalid_input"
+
+    @classmethod
+    def from_validation(cls, exc: ValidationError, *, what: str = "") -> InvalidInput:
+        """A pydantic ValidationError as one line per field: its name, the rule
+        it broke (with the limit) and the value given."""
+        parts = []
+        for e in exc.errors():
+            field = ".".join(str(x) for x in e.get("loc", ())) or what or "value"
+            if e.get("type") == "extra_forbidden":
+                parts.append(f"{field}: not a known setting")
+            else:
+                parts.append(f"{field}: {e.get('msg', 'invalid')} (got {e.get('input')!r})")
+        prefix = f"{what}: " if what else ""
+        return cls(prefix + "; ".join(parts))
+
+
+class UnknownEmbedder(InvalidInput, ValueError):
+    """An embedder spec that names no embedder (the message lists the valid
+    ones). Also a ValueError, as it was before the error tree was closed."""
+
+    code = "unknown_embedder"
 
 
 class NotFound(AmemError):
@@ -132,6 +212,17 @@ def from_thrown(text: str) -> AmemError | None:
     return error_for(m["code"], m["message"].strip())
 
 
+# A stored function the database does not have: the database is not migrated
+# (or migrated by an older amem-db). The engine says
+# "Function 'fn::amem::x' not found: The function 'fn::amem::x' does not exist".
+_FN_MISSING = re.compile(r"The function '(?P<fn>fn::amem::[\w:]+)' does not exist")
+NOT_MIGRATED_HINT = "run `amem-db migrate` or `await mem.migrate()`"
+
+
+def not_migrated(fn: str) -> NotMigrated:
+    return NotMigrated(f"this database has no {fn}: it is not migrated (or migrated by an older amem-db); {NOT_MIGRATED_HINT}")
+
+
 # The engine's own refusal to run a function (DEFINE FUNCTION ... PERMISSIONS,
 # e.g. an admin function called with a scoped key) is a permission error too.
 _FN_DENIED = re.compile(r"You don't have permission to run the (fn::[\w:]+) function")
@@ -139,10 +230,11 @@ _BAD_ARGUMENT = re.compile(r"Incorrect arguments for function (?P<fn>fn::amem::[
 _BAD_FIELD = re.compile(r"Couldn't coerce value for field `[^`]+` of `[^`]*`: .*", re.S)
 
 
-def from_engine_error(exc: BaseException) -> BaseException:
-    """Return the typed amem error for an engine/SDK exception, else ``exc``."""
-    text = str(exc)
+def from_engine_text(text: str) -> AmemError | None:
+    """The typed error for an engine error message we recognise, else None."""
     typed = from_thrown(text)
+    if typed is None and (m := _FN_MISSING.search(text)):
+        typed = not_migrated(m["fn"])
     if typed is None and (m := _FN_DENIED.search(text)):
         typed = PermissionDenied(f"this credential may not call {m[1]} (admin only: root, or a key granted --admin)")
     if typed is None and (m := _BAD_ARGUMENT.search(text)):
@@ -154,4 +246,34 @@ def from_engine_error(exc: BaseException) -> BaseException:
     if typed is None and (m := _BAD_FIELD.search(text)):
         # a value the schema refuses (the statement, and its transaction, did not happen)
         typed = InvalidInput(f"the database refused a value: {m[0].strip()}")
-    return typed if typed is not None else exc
+    return typed
+
+
+def from_engine_error(exc: BaseException) -> BaseException:
+    """The typed amem error for an engine/SDK exception. An SDK error we do not
+    recognise becomes a ``TransportError`` or a ``ServerError`` as the SDK
+    classifies it; anything else (a bug, KeyboardInterrupt ...) is returned as is."""
+    if isinstance(exc, AmemError):
+        return exc
+    typed = from_engine_text(str(exc))
+    if typed is not None:
+        return typed
+    from surrealdb import errors as sdk
+
+    if isinstance(exc, sdk.TransportError | ConnectionError | TimeoutError) or type(exc).__module__.startswith("websockets"):
+        return TransportError(f"the request to the database did not complete: {_first_line(exc)}")
+    if isinstance(exc, sdk.ServerError):
+        return ServerError(f"the database refused the request: {exc}", kind=exc.kind)
+    if isinstance(exc, sdk.SurrealError):
+        return ServerError(f"the database client failed: {exc}")
+    return exc
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def server_error(message: str, *, kind: Any = None) -> AmemError:
+    """An engine error that arrived as text (a statement of a multi-statement query)."""
+    return from_engine_text(message) or ServerError(f"the database refused the request: {message}", kind=kind)

@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .db import call_each
-from .errors import from_thrown
+from .errors import from_engine_text
 from .models import Document, IngestResult
 from .parsing import ParsedDocument, ParseError, parse_file
 
-Progress = Callable[[str, dict], None]
+Progress = Callable[[str, dict[str, Any]], None]
+# per document of a batch: (item, its texts to embed by part or None, its failure or None)
+Plan = list[tuple["Item", dict[str, list[str]] | None, IngestResult | None]]
+Call = tuple[dict[str, Any], dict[str, Any] | None]  # the arguments of one fn::amem::documents::ingest
 
 
 @dataclass
@@ -26,7 +29,7 @@ class Item:
     """One document ready for the stored functions."""
 
     name: str  # how the user knows it: a path, or path#id for a corpus line
-    doc: dict
+    doc: dict[str, Any]
 
 
 @dataclass
@@ -63,9 +66,11 @@ def doc_object(
     *,
     source: str | None,
     title: str | None = None,
-    scopes: list[str] | None = None,
-) -> dict:
+    scopes: Sequence[str] | None = None,
+) -> dict[str, Any]:
     """A parser result as the document object ``fn::amem::documents::*`` take."""
+    if isinstance(scopes, str | bytes):
+        raise TypeError(f"scopes must be a list of scope paths, not a str: scopes=[{scopes!r}]")
     return {
         "text": parsed.text,
         "title": title or parsed.title,
@@ -91,7 +96,7 @@ def items_from_file(
     *,
     title: str | None = None,
     source: str | None = None,
-    scopes: list[str] | None = None,
+    scopes: Sequence[str] | None = None,
     mime_type: str | None = None,
 ) -> list[Item]:
     parsed = parse_file(path, mime_type=mime_type)
@@ -105,7 +110,7 @@ def items_from_file(
     ]
 
 
-def _texts_of(prepared: dict) -> dict[str, list[str]]:
+def _texts_of(prepared: dict[str, Any]) -> dict[str, list[str]]:
     return {
         "chunks": [c["text"] for c in prepared["chunks"]],
         "audio": [a["text"] for a in prepared["audio"]],
@@ -115,7 +120,7 @@ def _texts_of(prepared: dict) -> dict[str, list[str]]:
 
 
 def _failed(name: str, message: str) -> IngestResult:
-    typed = from_thrown(message)
+    typed = from_engine_text(message)
     if typed is None:
         return IngestResult(status="failed", name=name, error=message, error_code="engine_error")
     return IngestResult(status="failed", name=name, error=typed.message, error_code=typed.code)
@@ -138,7 +143,7 @@ async def ingest_items(
     overlap instead of adding up."""
     report = report or IngestReport()
     started = time.perf_counter()
-    pending: tuple[list, list] | None = None  # (plan, calls) of the batch waiting to be stored
+    pending: tuple[Plan, list[Call]] | None = None  # (plan, calls) of the batch waiting to be stored
     for i in range(0, len(items), batch_size):
         batch = items[i : i + batch_size]
         t0 = time.perf_counter()
@@ -160,10 +165,10 @@ async def ingest_items(
     return report
 
 
-def _plan_batch(batch: list[Item], prepared: list, embedder: Any | None):
+def _plan_batch(batch: list[Item], prepared: list[tuple[bool, Any]], embedder: Any | None) -> tuple[Plan, list[str]]:
     """Per item: (item, texts to embed by part or None, failure or None), and
     every text of the batch in one list (one embedding pass)."""
-    plan: list[tuple[Item, dict[str, list[str]] | None, IngestResult | None]] = []
+    plan: Plan = []
     texts: list[str] = []
     for it, (ok, p) in zip(batch, prepared):
         if not ok:
@@ -181,7 +186,7 @@ async def _embed(embedder: Any, texts: list[str], report: IngestReport, progress
     if not texts:
         return []
     t0 = time.perf_counter()
-    vectors = await asyncio.to_thread(embedder.embed_documents, texts)
+    vectors: list[list[float]] = await asyncio.to_thread(embedder.embed_documents, texts)
     report.embed_seconds += time.perf_counter() - t0
     report.embedded_texts += len(texts)
     if progress:
@@ -189,8 +194,9 @@ async def _embed(embedder: Any, texts: list[str], report: IngestReport, progress
     return vectors
 
 
-def _ingest_calls(plan: list, vectors: list[list[float]], embedder: Any | None) -> list[tuple]:
-    calls, pos = [], 0
+def _ingest_calls(plan: Plan, vectors: list[list[float]], embedder: Any) -> list[Call]:
+    calls: list[Call] = []
+    pos = 0
     for it, parts, error in plan:
         if error is not None:
             continue
@@ -203,12 +209,12 @@ def _ingest_calls(plan: list, vectors: list[list[float]], embedder: Any | None) 
     return calls
 
 
-async def _store_batch(conn: Any, plan: list, calls: list[tuple], report: IngestReport,
+async def _store_batch(conn: Any, plan: Plan, calls: list[Call], report: IngestReport,
                        progress: Progress | None, after_batch: Callable[[], Awaitable[Any]] | None) -> Any:
     t0 = time.perf_counter()
     outcomes = iter(await call_each(conn, "fn::amem::documents::ingest", calls))
     report.engine_seconds += time.perf_counter() - t0
-    for it, parts, error in plan:
+    for it, _parts, error in plan:
         if error is not None:
             result = error
         else:
@@ -236,7 +242,7 @@ async def ingest_paths(
     *,
     title: str | None = None,
     source: str | None = None,
-    scopes: list[str] | None = None,
+    scopes: Sequence[str] | None = None,
     mime_type: str | None = None,
     batch_size: int = 16,
     progress: Progress | None = None,

@@ -1,32 +1,103 @@
-"""Typed results of the stored functions (pydantic). Field names follow the
-stored functions' output; ids are plain strings such as ``document:01hx...``."""
+"""Typed results of the stored functions (pydantic).
+
+Attributes are snake_case; each field's alias is the key the stored function
+returns, so ``model.model_dump(by_alias=True)`` is exactly the JSON the
+function returned (the spec's shapes): camelCase for the query read path
+(``charStart``, ``contextHits``, ``queryMs``, ``graphEvidence``; alias
+generator ``to_camel``), snake_case for the document and keyword reads
+(``mime_type``, ``document_count``, as the spec prints them). A field the
+function left out stays out of the dump, and keys the client does not model
+(``trace`` details, ``graph`` ...) are kept (``extra="allow"``) and dumped as
+they came. Construct by alias or by name (``populate_by_name``). Ids are
+plain strings such as ``document:01hx...``.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "Chunk",
+    "ChunkPage",
+    "ContextHit",
+    "Deleted",
+    "Document",
+    "DocumentKeywords",
+    "DocumentPage",
+    "DocumentRef",
+    "DocumentStatus",
+    "GraphEvidence",
+    "Hit",
+    "IngestResult",
+    "IngestStatus",
+    "Keyword",
+    "KeywordCount",
+    "KeywordDetail",
+    "KeywordDocument",
+    "KeywordMatch",
+    "KeywordPage",
+    "KeywordSearch",
+    "KeywordSort",
+    "LinkCounts",
+    "QueryMode",
+    "QueryResponse",
+]
+
+#: the retrieval modes of fn::amem::documents::query (spec: "Query modes")
+QueryMode = Literal["hybrid", "vector", "bm25", "hybrid_graph"]
+#: orderings of fn::amem::keywords::list
+KeywordSort = Literal["-document_count", "document_count", "text", "-text"]
+DocumentStatus = Literal["processing", "ready", "failed"]
+IngestStatus = Literal["added", "replaced", "unchanged", "failed"]
 
 
 class _Model(BaseModel):
+    """A record the client builds itself: every field is dumped."""
+
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
 
-class Keyword(_Model):
+class _Returned(_Model):
+    """A stored function's result: the dump holds exactly the keys it returned."""
+
+    @model_serializer(mode="wrap")
+    def _as_returned(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for name, field in type(self).model_fields.items():
+                if name not in self.model_fields_set:
+                    data.pop(field.alias if info.by_alias and field.alias else name, None)
+        return data
+
+
+class _Camel(_Returned):
+    """A result of the query read path, whose keys are camelCase."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, alias_generator=to_camel)
+
+
+# --- documents and keywords (snake_case keys) ------------------------------------
+class Keyword(_Returned):
     text: str
     normalised: str
     score: float
 
 
-class Document(_Model):
+class Document(_Returned):
+    """A document without its text (``documents.get``); ``documents.list``
+    returns the listing fields only."""
+
     id: str
     title: str | None = None
     source: str | None = None
     source_id: str | None = None
     mime_type: str
     content_hash: str | None = None
-    status: str
+    status: DocumentStatus
     chunk_count: int = 0
     embedding_model: str | None = None
     summary: str | None = None
@@ -37,35 +108,96 @@ class Document(_Model):
     keywords: list[Keyword] = []
 
 
+class DocumentPage(_Returned):
+    documents: list[Document]
+    total: int
+    limit: int
+    offset: int
+
+
+class DocumentKeywords(_Returned):
+    document: str
+    keywords: list[Keyword]
+
+
+class KeywordCount(_Returned):
+    text: str
+    normalised: str
+    document_count: int
+
+
+class KeywordPage(_Returned):
+    keywords: list[KeywordCount]
+    total: int
+    limit: int
+    offset: int
+
+
+class KeywordDocument(_Returned):
+    id: str
+    title: str | None = None
+    score: float
+
+
+class KeywordDetail(_Returned):
+    text: str
+    normalised: str
+    document_count: int
+    documents: list[KeywordDocument]
+
+
+class KeywordMatch(_Returned):
+    text: str
+    normalised: str
+    score: float
+
+
+class KeywordSearch(_Returned):
+    results: list[KeywordMatch]
+
+
+class Deleted(_Returned):
+    """``documents.delete``: the id deleted and how many chunks went with it."""
+
+    deleted: str
+    chunks: int
+
+
+class LinkCounts(_Returned):
+    """``documents.recompute_links``: links rebuilt across how many documents."""
+
+    links: int
+    documents: int
+
+
 class IngestResult(_Model):
     """One document's outcome: added / replaced / unchanged, or failed with an error."""
 
-    status: str
+    status: IngestStatus
     name: str
     document: Document | None = None
     error: str | None = None
     error_code: str | None = None
 
 
-class DocumentPage(_Model):
-    documents: list[dict[str, Any]]
-    total: int
-    limit: int
-    offset: int
+# --- passages and the query read path (camelCase keys) ----------------------------
+class Chunk(_Camel):
+    """A passage: a text chunk, or a transcript passage with ``start_s``/``end_s``
+    seconds. ``text == document.text[char_start:char_end]``. In a hit it names
+    its ``document``; in a ``ChunkPage`` the page does."""
 
-
-class Chunk(_Model):
     id: str
+    document: str | None = None
     text: str
-    position: int
     section: str | None = None
-    charStart: int
-    charEnd: int
-    startS: float | None = None
-    endS: float | None = None
+    position: int
+    char_start: int
+    char_end: int
+    start_s: float | None = None
+    end_s: float | None = None
 
 
-class ChunkPage(_Model):
+class ChunkPage(_Camel):
     document: str
     chunks: list[Chunk]
     total: int
@@ -73,68 +205,48 @@ class ChunkPage(_Model):
     offset: int
 
 
-class DocumentKeywords(_Model):
-    document: str
-    keywords: list[Keyword]
+class DocumentRef(_Camel):
+    """A hit's provenance: the document's id, title and source."""
 
-
-class KeywordCount(_Model):
-    text: str
-    normalised: str
-    document_count: int
-
-
-class KeywordPage(_Model):
-    keywords: list[KeywordCount]
-    total: int
-    limit: int
-    offset: int
-
-
-class KeywordDocument(_Model):
     id: str
     title: str | None = None
+    source: str | None = None
+
+
+class GraphEvidence(_Camel):
+    """One graph signal's part in a hybrid_graph score (``edge_kind``
+    ``hybrid_graph`` is the merged evidence); ``via`` names the records."""
+
+    edge_kind: str
+    contribution: float
+    signal: float | None = None
+    via: list[Any] = []
+
+
+class Hit(_Camel):
+    """A ranked passage: its chunk, score in [0, 1], and its document."""
+
+    chunk: Chunk
     score: float
+    document: DocumentRef
+    graph_evidence: list[GraphEvidence] | None = None
 
 
-class KeywordDetail(_Model):
-    text: str
-    normalised: str
-    document_count: int
-    documents: list[KeywordDocument]
+class ContextHit(_Camel):
+    """A same-section sibling of the ranked hit ``expands`` (not counted against k)."""
 
-
-class KeywordMatch(_Model):
-    text: str
-    normalised: str
-    score: float
-
-
-class KeywordSearch(_Model):
-    results: list[KeywordMatch]
-
-
-class Hit(_Model):
-    """A ranked passage: chunk {id, document, text, section, position, charStart, charEnd[, startS, endS]},
-    score in [0, 1], document {id, title, source}."""
-
-    chunk: dict[str, Any]
-    score: float
-    document: dict[str, Any]
-    graphEvidence: list[dict[str, Any]] | None = None
-
-
-class ContextHit(_Model):
-    """A same-section sibling of a ranked hit (not counted against k)."""
-
-    chunk: dict[str, Any]
-    document: dict[str, Any]
+    chunk: Chunk
+    document: DocumentRef
     expands: str
 
 
-class QueryResponse(_Model):
+class QueryResponse(_Camel):
+    """``fn::amem::documents::query``: ranked ``results``, ``context_hits``,
+    ``query_ms``, ``warnings`` (e.g. the HyDE / decomposition / reranker
+    fall-backs) and the ``trace`` written to ``retrieval_trace``."""
+
     results: list[Hit]
-    contextHits: list[ContextHit] = []
-    queryMs: float = 0.0
-    trace: dict[str, Any] | None = None
+    context_hits: list[ContextHit] = []
+    query_ms: float = 0.0
     warnings: list[str] = []
+    trace: dict[str, Any] | None = None

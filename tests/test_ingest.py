@@ -1,6 +1,6 @@
 """Ingestion on the real engine: formats, atomicity, idempotency, the document
 and keyword read APIs. Vectors come from the hashing embedder (fast, named
-explicitly); tests/test_ingest_model.py runs the real model."""
+explicitly); tests/test_embedding.py runs the real model."""
 
 from __future__ import annotations
 
@@ -75,11 +75,11 @@ async def test_transcripts_become_timed_audio_chunks(mem):
     (vtt,) = [r for r in mem.sample_report.results if r.name.endswith(".vtt")]
     page = await mem.documents.chunks(vtt.document.id, limit=500)
     assert page.total == vtt.document.chunk_count > 0
-    starts = [c.startS for c in page.chunks]
+    starts = [c.start_s for c in page.chunks]
     assert all(s is not None for s in starts) and starts == sorted(starts)
-    assert all(c.endS >= c.startS for c in page.chunks)
+    assert all(c.end_s >= c.start_s for c in page.chunks)
     (text,) = await mem.conn.query("SELECT VALUE text FROM ONLY type::record($d)", {"d": vtt.document.id})
-    assert all(text[c.charStart:c.charEnd] == c.text for c in page.chunks)
+    assert all(text[c.char_start:c.char_end] == c.text for c in page.chunks)
     (audio_vectors,) = await mem.conn.query("SELECT VALUE array::len(embedding) FROM audio_chunk WHERE document = type::record($d)",
                                             {"d": vtt.document.id})
     assert set(audio_vectors) == {384}
@@ -106,7 +106,7 @@ async def test_links_between_documents_are_recorded(mem):
     (n,) = await mem.conn.query("RETURN count(SELECT id FROM document_link)")
     assert n > 0
     again = await mem.documents.recompute_links()
-    assert again["links"] == n
+    assert again.links == n
 
 
 # --- idempotency ------------------------------------------------------------------------
@@ -120,10 +120,10 @@ async def test_unchanged_reingest_is_a_no_op(mem):
 async def test_changed_file_replaces_its_chunks_cleanly(mem, tmp_path):
     f = tmp_path / "policy.md"
     f.write_text("# Returns\n\nUnopened items may be returned within 30 days. Refund policy applies to all return requests.\n")
-    first = await mem.documents.ingest(f)
+    first = await mem.documents.ingest_file(f)
     assert first.status == "added"
     f.write_text("# Warranty\n\nThe warranty covers battery defects for two years. Warranty claims need a receipt.\n")
-    second = await mem.documents.ingest(f)
+    second = await mem.documents.ingest_file(f)
     assert second.status == "replaced" and second.document.id == first.document.id
     page = await mem.documents.chunks(first.document.id)
     assert page.chunks and all("Warranty" in c.text or "warranty" in c.text for c in page.chunks)
@@ -151,9 +151,9 @@ async def test_wrong_vector_length_stores_nothing(db):
 
 async def test_other_model_is_refused(mem):
     other = Memory(mem.conn, embedder=get_embedder("hash:384"))
-    other._embedder.name = "some-other-model"  # same dimension, different space
+    other.embedder.name = "some-other-model"  # same dimension, different space
     with pytest.raises(EmbeddingMismatch, match="some-other-model"):
-        await other.documents.ingest("A note about warranty claims.", source="other-model")
+        await other.documents.ingest_text("A note about warranty claims.", source="other-model")
 
 
 async def test_engine_error_mid_write_leaves_no_partial_document(db):
@@ -224,11 +224,11 @@ async def test_get_list_and_filters(mem):
     page = await mem.documents.list(limit=5)
     assert page.total >= 60 and len(page.documents) == 5
     second = await mem.documents.list(limit=5, offset=5)
-    assert not {d["id"] for d in page.documents} & {d["id"] for d in second.documents}
+    assert not {d.id for d in page.documents} & {d.id for d in second.documents}
     pdfs = await mem.documents.list(mime_type="application/pdf")
-    assert pdfs.total == 1 and pdfs.documents[0]["mime_type"] == "application/pdf"
+    assert pdfs.total == 1 and pdfs.documents[0].mime_type == "application/pdf"
     assert (await mem.documents.list(status="failed")).total == 0
-    doc = await mem.documents.get(pdfs.documents[0]["id"])
+    doc = await mem.documents.get(pdfs.documents[0].id)
     assert doc.title and doc.chunk_count > 0 and doc.keywords
     assert await mem.documents.get("document:nope") is None
     with pytest.raises(InvalidInput, match="status must be one of"):
@@ -248,11 +248,11 @@ async def test_chunks_are_paged_in_order(mem):
 
 
 async def test_delete_removes_everything_of_a_document(mem):
-    result = await mem.documents.ingest("Exchange policy: exchanges of opened items need the original receipt and box.",
-                                        source="to-delete")
+    result = await mem.documents.ingest_text("Exchange policy: exchanges of opened items need the original receipt and box.",
+                                             source="to-delete")
     doc_id = result.document.id
     done = await mem.documents.delete(doc_id)
-    assert done["chunks"] == result.document.chunk_count
+    assert done.chunks == result.document.chunk_count
     assert await mem.documents.get(doc_id) is None
     assert await orphans(mem.conn) == {"chunks": 0, "sections": 0, "audio": 0, "keywords": 0, "wrong_counts": 0}
     with pytest.raises(NotFound):
@@ -265,7 +265,7 @@ async def test_reprocess_rebuilds_from_stored_text(mem):
     result = await mem.documents.reprocess(md.document.id)
     assert result.status == "replaced"
     after = await mem.documents.chunks(md.document.id, limit=500)
-    assert [(c.text, c.charStart) for c in after.chunks] == [(c.text, c.charStart) for c in before.chunks]
+    assert [(c.text, c.char_start) for c in after.chunks] == [(c.text, c.char_start) for c in before.chunks]
 
 
 async def test_unsupported_and_corrupt_files_are_reported_and_the_rest_goes_on(mem, tmp_path):
@@ -347,7 +347,7 @@ async def test_ingested_chunks_are_found_by_the_hnsw_leg(mem):
     page = await mem.documents.chunks(md.document.id, limit=1)
     response = await mem.documents.query(page.chunks[0].text, mode="vector", k=3, threshold=-1)
     assert response.trace["legs"]["vector"]["tables"]["chunk"]["strategy"] == "hnsw"
-    assert response.results and response.results[0].chunk["id"] == page.chunks[0].id
+    assert response.results and response.results[0].chunk.id == page.chunks[0].id
 
 
 async def test_links_match_in_both_directions_through_the_key_indexes(fresh_db, tmp_path):
@@ -366,10 +366,10 @@ async def test_links_match_in_both_directions_through_the_key_indexes(fresh_db, 
         (rows,) = await fresh_db.query("SELECT in.source AS i, out.source AS o FROM document_link")
         return {(Path(r["i"]).name, Path(r["o"]).name) for r in rows}
 
-    await m.documents.ingest(a)
+    await m.documents.ingest_file(a)
     assert await edges() == set()  # b is not there yet
-    await m.documents.ingest(c)
-    await m.documents.ingest(b)
+    await m.documents.ingest_file(c)
+    await m.documents.ingest_file(b)
     assert await edges() == {("a.md", "b.md"), ("b.md", "a.md")}
     (keys,) = await fresh_db.query("SELECT source_key, link_keys FROM ONLY document WHERE source_key = 'a.md'")
     assert keys == {"source_key": "a.md", "link_keys": ["b.md"]}
@@ -377,9 +377,9 @@ async def test_links_match_in_both_directions_through_the_key_indexes(fresh_db, 
     assert "document_link_keys" in json.dumps(plan, default=str)
 
     a.write_text("# A\n\nNo links any more.\n")
-    await m.documents.ingest(a)
+    await m.documents.ingest_file(a)
     assert await edges() == {("b.md", "a.md")}
-    assert (await m.documents.recompute_links())["links"] == 1
+    assert (await m.documents.recompute_links()).links == 1
 
 
 async def test_fulltext_copies_follow_every_write(fresh_db, tmp_path):
@@ -404,11 +404,11 @@ async def test_fulltext_copies_follow_every_write(fresh_db, tmp_path):
     a, b = tmp_path / "a.md", tmp_path / "b.vtt"
     a.write_text("# Returns\n\n" + "Unopened items may be returned within 30 days. " * 40)
     b.write_text("WEBVTT\n\n00:00:01.000 --> 00:00:04.000\nRefunds take five days.\n")
-    doc_a = (await m.documents.ingest(a)).document
-    await m.documents.ingest(b)
+    doc_a = (await m.documents.ingest_file(a)).document
+    await m.documents.ingest_file(b)
     assert await mirrored() > base + 3
     a.write_text("# Returns\n\nA shorter policy: returns within 14 days.\n")
-    replaced = await m.documents.ingest(a)
+    replaced = await m.documents.ingest_file(a)
     assert replaced.status == "replaced", replaced
     assert await mirrored() == base + 2
     await m.documents.delete(doc_a.id)

@@ -656,3 +656,41 @@ def test_property_random_markdown_sections_tile(lines, newline):
         atx = body[0].lstrip(" ").startswith("#")
         setext = any(line.strip() and set(line.strip()) <= {"=", "-"} for line in body[1:])
         assert atx or setext
+
+
+# --- the package layout: one module per format, one explicit registry ---------------------
+def test_every_format_module_is_in_the_registry():
+    """A format module (amem_db/parsing/<name>.py with a Format) that is not
+    listed in FORMATS would silently never be used: registration is explicit."""
+    import importlib
+    import pkgutil
+
+    from amem_db import constants, parsing
+    from amem_db.parsing.base import Format
+
+    declared = []
+    for info in pkgutil.iter_modules(parsing.__path__):
+        module = importlib.import_module(f"amem_db.parsing.{info.name}")
+        declared += [v for v in vars(module).values() if isinstance(v, Format)]
+    assert declared and set(declared) == set(parsing.FORMATS)
+    assert len({f.mime for f in parsing.FORMATS}) == len(parsing.FORMATS)
+    # what the parsers produce is what the SurrealQL counts by literal (one copy, in constants)
+    assert set(parsing.SUPPORTED_MIME_TYPES) <= set(constants.KNOWN_MIME_TYPES)
+    for name in ("MIME_TEXT", "MIME_MARKDOWN", "MIME_HTML", "MIME_PDF", "MIME_VTT", "MIME_SRT", "MIME_JSONL"):
+        assert getattr(parsing, name) is getattr(constants, name)
+
+
+def test_no_second_copy_of_the_mime_types():
+    from amem_db import constants, parsing
+
+    for path in Path(parsing.__file__).parent.glob("*.py"):
+        source = path.read_text()
+        for mime in constants.KNOWN_MIME_TYPES:
+            assert f'"{mime}"' not in source and f"'{mime}'" not in source, (path.name, mime)
+
+
+def test_parse_error_is_an_amem_error():
+    from amem_db.errors import AmemError
+
+    assert issubclass(ParseError, AmemError)
+    assert ParseError("x").code == "unreadable_file"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 # One intra-op thread by default: on the 2-core target machine the database
 # holds the other core, and multi-threaded engines (OpenMP above all) stall
@@ -54,7 +54,7 @@ def embed_threads() -> int:
     return threads
 
 
-def l2_normalise_rows(matrix):  # numpy array (n, d) -> same, rows of length 1
+def l2_normalise_rows(matrix: Any) -> Any:  # numpy array (n, d) -> same, rows of length 1
     """Divide each row by its L2 norm (zero rows stay zero)."""
     import numpy as np
 
@@ -62,9 +62,10 @@ def l2_normalise_rows(matrix):  # numpy array (n, d) -> same, rows of length 1
     return matrix / np.maximum(norms, 1e-12)
 
 
-def as_float_lists(matrix) -> list[list[float]]:
+def as_float_lists(matrix: Any) -> list[list[float]]:
     """float32 numpy rows -> Python lists. Going through float32 first means a
     vector read back from the float32 cache equals the freshly computed one."""
     import numpy as np
 
-    return np.asarray(matrix, dtype=np.float32).tolist()
+    rows: list[list[float]] = np.asarray(matrix, dtype=np.float32).tolist()
+    return rows

@@ -14,10 +14,13 @@ import sys
 import threading
 import time
 from array import array
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .base import Embedder, is_symmetric
+
+_EmbedFn = Callable[[list[str]], list[list[float]]]
 
 CACHE_DIR_ENV = "AMEM_CACHE_DIR"
 CACHE_FILE = "embeddings.sqlite"
@@ -113,7 +116,7 @@ class EmbeddingStore:
     """The SQLite file. Thread-safe (one connection behind a lock); several
     processes may use the same file at once (WAL + busy timeout)."""
 
-    def __init__(self, path: str | os.PathLike | None = None):
+    def __init__(self, path: str | os.PathLike[str] | None = None):
         self.path = Path(path) if path is not None else default_cache_path()
         self._lock = threading.Lock()
         self._connection: sqlite3.Connection | None = None
@@ -170,9 +173,9 @@ class EmbeddingStore:
         with self._lock:
             connection = self._connect()
             if model is None:
-                return connection.execute("SELECT count(*) FROM embedding").fetchone()[0]
-            return connection.execute(
-                "SELECT count(*) FROM embedding WHERE model = ?", [model]).fetchone()[0]
+                return int(connection.execute("SELECT count(*) FROM embedding").fetchone()[0])
+            return int(connection.execute(
+                "SELECT count(*) FROM embedding WHERE model = ?", [model]).fetchone()[0])
 
     def close(self) -> None:
         with self._lock:
@@ -186,7 +189,7 @@ class CachedEmbedder:
     from disk and never reaches the model again. Same protocol as the inner
     embedder, plus ``stats``."""
 
-    def __init__(self, inner: Embedder, path: str | os.PathLike | None = None,
+    def __init__(self, inner: Embedder, path: str | os.PathLike[str] | None = None,
                  *, store: EmbeddingStore | None = None):
         self.inner = inner
         self.store = store if store is not None else EmbeddingStore(path)
@@ -229,7 +232,7 @@ class CachedEmbedder:
         model_key = self.inner.name if self.symmetric else f"{self.inner.name}#query"
         return self._embed([text], model_key, lambda one: [self.inner.embed_query(one[0])])[0]
 
-    def _embed(self, texts: list[str], model_key: str, embed_fn) -> list[list[float]]:
+    def _embed(self, texts: list[str], model_key: str, embed_fn: _EmbedFn) -> list[list[float]]:
         keys = [_text_key(text) for text in texts]
         cached = self.store.get_many(model_key, list(dict.fromkeys(keys)))
         missing = list(_first_text_per_missing_key(texts, keys, cached).items())
@@ -244,7 +247,7 @@ class CachedEmbedder:
             self._count(hits=0, misses=len(chunk))
         return [cached[key] if key in cached else computed[key] for key in keys]
 
-    def _run_model(self, embed_fn, texts: list[str]) -> list[list[float]]:
+    def _run_model(self, embed_fn: _EmbedFn, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []
         started = time.perf_counter()
@@ -263,7 +266,7 @@ class CachedEmbedder:
                                   misses=self._stats.misses + misses)
 
 
-def _first_text_per_missing_key(texts, keys, cached) -> dict[bytes, str]:
+def _first_text_per_missing_key(texts: list[str], keys: list[bytes], cached: Mapping[bytes, object]) -> dict[bytes, str]:
     """Texts to embed: each uncached text once, even if repeated in the batch."""
     missing: dict[bytes, str] = {}
     for text, key in zip(texts, keys):

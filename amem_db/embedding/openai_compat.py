@@ -15,6 +15,9 @@ import threading
 import urllib.error
 import urllib.request
 from array import array
+from typing import Any
+
+from ..errors import AmemError
 
 API_KEY_ENV = "OPENAI_API_KEY"
 # Inputs per request: small enough for any server's request-size limit.
@@ -29,8 +32,10 @@ _SPEC = re.compile(
 )
 
 
-class EmbeddingServiceError(RuntimeError):
+class EmbeddingServiceError(AmemError, RuntimeError):
     """The embedding endpoint failed or answered something unusable."""
+
+    code = "embedding_service"
 
 
 def parse_openai_spec(spec: str) -> tuple[str, str]:
@@ -104,14 +109,15 @@ class OpenAICompatibleEmbedder:
         self._check_dimension(len(vectors[0]))
         return [_normalised_float32(vector) for vector in vectors]
 
-    def _post(self, body: bytes) -> dict:
+    def _post(self, body: bytes) -> dict[str, Any]:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         request = urllib.request.Request(self.endpoint, data=body, headers=headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                return json.loads(response.read().decode("utf-8"))
+                reply: dict[str, Any] = json.loads(response.read().decode("utf-8"))
+                return reply
         except urllib.error.HTTPError as exc:
             detail = exc.read(500).decode("utf-8", "replace")
             raise EmbeddingServiceError(
@@ -130,7 +136,7 @@ class OpenAICompatibleEmbedder:
                 f"{self.endpoint} returned {dimension}-dim vectors after {self._dimension}-dim ones")
 
 
-def _vectors_from_reply(reply: dict, expected: int, endpoint: str) -> list[list[float]]:
+def _vectors_from_reply(reply: dict[str, Any], expected: int, endpoint: str) -> list[list[float]]:
     try:
         items = sorted(reply["data"], key=lambda item: item.get("index", 0))
         vectors = [item["embedding"] for item in items]
