@@ -19,7 +19,7 @@ import pytest
 
 from amem_db.client import Memory
 
-from .conftest import make_target
+from conftest import make_target
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -40,17 +40,25 @@ def statements(sql: str) -> list[str]:
     return [ln.strip() for ln in lines]
 
 
-def test_python_example_runs_as_printed(tmp_path):
-    (script,) = blocks("Python", "python")
+def run_script(tmp_path: Path, script: str) -> str:
     path = tmp_path / "example.py"
     path.write_text(script)
     env = os.environ | {"AMEM_URL": "mem://"}
     done = subprocess.run([sys.executable, str(path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    out = done.stdout
-    # the example prints the hits it found; each names the sample document it came from
-    assert re.search(r"^0\.\d+ .+", out, re.M), out
-    assert "Returns" in out or "returns" in out, out
+    return done.stdout
+
+
+def test_python_examples_run_as_printed(tmp_path):
+    async_example, sync_example = blocks("Python", "python")
+    out = run_script(tmp_path, async_example).splitlines()
+    # three hits, best first, from the two documents the example stored
+    assert len(out) == 3, out
+    scores = [float(line.split()[0]) for line in out]
+    assert scores == sorted(scores, reverse=True) and 0 < scores[-1] <= scores[0] <= 1
+    assert any("Returns" in line for line in out) and any("note-1" in line for line in out), out
+    (line,) = run_script(tmp_path, sync_example).splitlines()
+    assert line.endswith(" note-2") and float(line.split()[0]) == 1.0, line
 
 
 async def test_raw_surrealql_example_runs_as_printed():
