@@ -110,7 +110,8 @@ def items_from_file(
     ]
 
 
-def _texts_of(prepared: dict[str, Any]) -> dict[str, list[str]]:
+def texts_to_embed(prepared: dict[str, Any]) -> dict[str, list[str]]:
+    """What ``fn::amem::documents::prepare`` says will be stored, per kind: exactly the texts to embed."""
     return {
         "chunks": [c["text"] for c in prepared["chunks"]],
         "audio": [a["text"] for a in prepared["audio"]],
@@ -176,7 +177,7 @@ def _plan_batch(batch: list[Item], prepared: list[tuple[bool, Any]], embedder: A
         elif p["unchanged"] or embedder is None:
             plan.append((it, None, None))
         else:
-            parts = _texts_of(p)
+            parts = texts_to_embed(p)
             plan.append((it, parts, None))
             texts += [t for part in parts.values() for t in part]
     return plan, texts

@@ -12,7 +12,7 @@ from amem_db.db import call_each
 from amem_db.embedding import CachedEmbedder, get_embedder
 from amem_db.harness.database import corpus_items
 from amem_db.harness.datasets import load_dataset
-from amem_db.ingest import _texts_of
+from amem_db.ingest import texts_to_embed
 from amem_db.migrator import Migrator
 
 
@@ -38,7 +38,7 @@ async def main() -> None:
         calls = []
         for it, (ok, p) in zip(batch, prepared):
             assert ok, p
-            parts = _texts_of(p)
+            parts = texts_to_embed(p)
             n_chunks += len(parts["chunks"])
             n_kw += len(parts["keywords"])
             texts = [t for part in parts.values() for t in part]

@@ -64,7 +64,7 @@ async def db():
 
 # --- exit cleanly, every time ------------------------------------------------------
 # The native engine aborts at interpreter exit in 20-30% of runs (rc 134,
-# ENGINE-NOTES). After pytest has reported, leave with os._exit and the real status.
+# docs/ENGINE-ISSUES.md #4). After pytest has reported, leave with os._exit and the real status.
 _status = {"code": 0}
 
 

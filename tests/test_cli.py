@@ -55,6 +55,7 @@ def surql(url: str, sql: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow  # 30 engine processes
 def test_thirty_runs_exit_cleanly_every_time(tmp_path):
     # The native engine aborts at interpreter exit in 20-30% of runs unless the
     # CLI leaves with os._exit (docs/ENGINE-ISSUES.md #4): 30 runs, 30 clean exits.

@@ -49,6 +49,7 @@ def test_load_dataset_defaults_to_the_only_split(dataset):
         load_dataset(dataset, "test")
 
 
+@pytest.mark.slow  # ranx JIT-compiles its metrics on first use (~25 s)
 def test_perfect_run_scores_one_and_misses_score_zero(dataset):
     ds = load_dataset(dataset)
     names = metrics.metric_names(50)

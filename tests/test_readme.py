@@ -16,10 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import make_target
 
 from amem_db.client import Memory
-
-from conftest import make_target
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
