@@ -23,6 +23,7 @@ import getpass
 import hashlib
 import json
 import os
+import re
 import socket
 from dataclasses import dataclass, field
 from importlib import resources
@@ -32,6 +33,7 @@ from typing import Any
 import jinja2
 
 from . import __version__
+from .constants import EMBEDDING_FIELDS, RENDER_CONTEXT
 from .errors import (
     DimensionChangeRefused,
     MigrationDrift,
@@ -53,15 +55,9 @@ DEFINE TABLE IF NOT EXISTS amem_lock SCHEMALESS PERMISSIONS NONE COMMENT 'amem-d
 DEFINE TABLE IF NOT EXISTS amem_setting SCHEMALESS PERMISSIONS NONE COMMENT 'amem-db: schema settings recorded by migrate';
 """
 
-# Tables holding vectors whose length the HNSW dimension fixes.
-EMBEDDING_FIELDS = (
-    ("chunk", "embedding"),
-    ("audio_chunk", "embedding"),
-    ("section", "heading_embedding"),
-    ("document", "summary_embedding"),
-    ("keyword", "embedding"),
-    ("entity", "embedding"),
-)
+# the stored functions amem-db owns: a desired-state apply removes those of
+# them that the rendered surql/ no longer defines (renamed or deleted helpers)
+OWN_FUNCTION = re.compile(r"DEFINE FUNCTION OVERWRITE fn::(amem::[A-Za-z0-9_:]+)\(")
 
 LOCK_ID = "amem_lock:migrate"
 
@@ -110,6 +106,8 @@ class Plan:
     pending: list[Script]
     states: list[FileState]
     problems: list[MigrationError] = field(default_factory=list)
+    # fn::amem::* functions in the database that the rendered surql/ no longer defines
+    stale_functions: list[str] = field(default_factory=list)
 
     @property
     def settings_changed(self) -> bool:
@@ -117,11 +115,15 @@ class Plan:
 
     @property
     def up_to_date(self) -> bool:
-        return not self.pending and not self.settings_changed
+        return not self.pending and not self.settings_changed and not self.stale_functions
 
 
-def _environment() -> jinja2.Environment:
+def environment(directory: Path | None = None) -> jinja2.Environment:
+    """The one jinja environment for surql/ and migrations/: ``{% import "_macros.j2" %}``
+    resolves against ``directory`` first, then the package's surql/ folder."""
+    search = [str(d) for d in dict.fromkeys([directory, bundled_dir("surql")]) if d is not None]
     return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(search),
         undefined=jinja2.StrictUndefined,  # a missing setting is an error, never ""
         keep_trailing_newline=True,
         autoescape=False,
@@ -129,11 +131,16 @@ def _environment() -> jinja2.Environment:
 
 
 def render_dir(directory: Path, kind: str, context: dict) -> list[Script]:
-    env = _environment()
+    """Render every ``*.surql.j2`` of a folder (``_macros.j2`` is a library, not a script).
+
+    Desired state gets the shared constants (``constants.RENDER_CONTEXT``) under the
+    settings; migrations get only ``context`` (empty: nothing that may change later)."""
+    env = environment(directory)
+    full = (RENDER_CONTEXT | context) if kind == "desired" else dict(context)
     scripts = []
     for path in sorted(directory.glob("*.surql.j2")):
         try:
-            text = env.from_string(path.read_text()).render(**context)
+            text = env.from_string(path.read_text()).render(**full)
         except jinja2.UndefinedError as exc:
             hint = " (migrations are rendered without settings: move settings-dependent DEFINEs to surql/)" if kind == "migration" else ""
             raise MigrationError(f"cannot render {path.name}: {exc}{hint}") from exc
@@ -176,6 +183,17 @@ def settings_transaction(settings: SchemaSettings, *, end: str = "COMMIT") -> st
         f"UPSERT amem_setting:schema CONTENT {settings.model_dump_json()} RETURN NONE;\n"
         f"{end} TRANSACTION;\n"
     )
+
+
+def defined_functions(scripts: list[Script]) -> set[str]:
+    """``amem::area::verb`` of every function the rendered scripts define."""
+    return {m.group(1) for s in scripts for m in OWN_FUNCTION.finditer(s.text)}
+
+
+def removal_transaction(names: list[str], *, end: str = "COMMIT") -> str:
+    """Remove stored amem functions that surql/ no longer defines (renamed or deleted)."""
+    removes = "".join(f"REMOVE FUNCTION IF EXISTS fn::{n};\n" for n in names)
+    return f"BEGIN TRANSACTION;\n-- desired: functions surql/ no longer defines\n{removes}{end} TRANSACTION;\n"
 
 
 def _script_name(sql: str) -> str:
@@ -226,6 +244,10 @@ class Migrator:
     async def _tables(self) -> set[str]:
         info = await self.conn.query("INFO FOR DB")
         return set((info[0] or {}).get("tables", {}))
+
+    async def _stored_functions(self) -> set[str]:
+        info = await self.conn.query("INFO FOR DB")
+        return {name for name in (info[0] or {}).get("functions", {}) if name.startswith("amem::")}
 
     async def _tracked(self) -> tuple[list[dict], dict | None]:
         if "amem_migration" not in await self._tables():
@@ -281,7 +303,8 @@ class Migrator:
                 pending.append(s)
             else:
                 states.append(FileState(s.key, s.kind, "applied", row["applied_at"]))
-        return Plan(settings, stored, pending, states, problems)
+        stale = sorted(await self._stored_functions() - defined_functions(desired))
+        return Plan(settings, stored, pending, states, problems, stale)
 
     def plan_sql(self, plan: Plan, *, end: str = "COMMIT") -> list[str]:
         """Every transaction the plan would run, in order, exactly as sent."""
@@ -289,6 +312,8 @@ class Migrator:
         if plan.settings_changed:
             txns.append(settings_transaction(plan.settings, end=end))
         txns += [transaction(s, self.holder, end=end) for s in plan.pending]
+        if plan.stale_functions:
+            txns.append(removal_transaction(plan.stale_functions, end=end))
         return txns
 
     # --- applying -------------------------------------------------------------

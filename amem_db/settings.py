@@ -24,7 +24,7 @@ class SchemaSettings(BaseModel):
     embedding_dim: int = Field(384, ge=2, le=16384)
     hnsw_m: int = Field(12, ge=4, le=128)
     hnsw_efc: int = Field(150, ge=16, le=2000)
-    # KNN needs a literal `<|K,EF|>` (ENGINE-NOTES): the pool is rendered in.
+    # KNN needs a literal `<|K,EF|>` (docs/ENGINE-ISSUES.md #2): the pool is rendered in.
     candidate_pool: int = Field(256, ge=10, le=4096)
     analyzer_language: str = "english"
 
