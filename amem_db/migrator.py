@@ -106,8 +106,10 @@ class Plan:
     pending: list[Script]
     states: list[FileState]
     problems: list[MigrationError] = field(default_factory=list)
-    # fn::amem::* functions in the database that the rendered surql/ no longer defines
+    # fn::amem::* functions in the database that the rendered surql/ no longer defines,
+    # and tracking rows of desired-state files that no longer exist
     stale_functions: list[str] = field(default_factory=list)
+    stale_desired: list[str] = field(default_factory=list)
 
     @property
     def settings_changed(self) -> bool:
@@ -115,7 +117,7 @@ class Plan:
 
     @property
     def up_to_date(self) -> bool:
-        return not self.pending and not self.settings_changed and not self.stale_functions
+        return not self.pending and not self.settings_changed and not self.stale_functions and not self.stale_desired
 
 
 def environment(directory: Path | None = None) -> jinja2.Environment:
@@ -190,10 +192,12 @@ def defined_functions(scripts: list[Script]) -> set[str]:
     return {m.group(1) for s in scripts for m in OWN_FUNCTION.finditer(s.text)}
 
 
-def removal_transaction(names: list[str], *, end: str = "COMMIT") -> str:
-    """Remove stored amem functions that surql/ no longer defines (renamed or deleted)."""
-    removes = "".join(f"REMOVE FUNCTION IF EXISTS fn::{n};\n" for n in names)
-    return f"BEGIN TRANSACTION;\n-- desired: functions surql/ no longer defines\n{removes}{end} TRANSACTION;\n"
+def removal_transaction(functions: list[str], desired_keys: list[str], *, end: str = "COMMIT") -> str:
+    """Remove what an older surql/ left behind: stored amem functions the current one no
+    longer defines (renamed or deleted helpers) and the tracking rows of deleted files."""
+    removes = "".join(f"REMOVE FUNCTION IF EXISTS fn::{n};\n" for n in functions)
+    removes += "".join(f"DELETE amem_migration:[{literal('desired')}, {literal(k)}] RETURN NONE;\n" for k in desired_keys)
+    return f"BEGIN TRANSACTION;\n-- desired: what surql/ no longer defines\n{removes}{end} TRANSACTION;\n"
 
 
 def _script_name(sql: str) -> str:
@@ -304,7 +308,9 @@ class Migrator:
             else:
                 states.append(FileState(s.key, s.kind, "applied", row["applied_at"]))
         stale = sorted(await self._stored_functions() - defined_functions(desired))
-        return Plan(settings, stored, pending, states, problems, stale)
+        present_desired = {s.key for s in desired}
+        gone = sorted(key for kind, key in done if kind == "desired" and key not in present_desired)
+        return Plan(settings, stored, pending, states, problems, stale, gone)
 
     def plan_sql(self, plan: Plan, *, end: str = "COMMIT") -> list[str]:
         """Every transaction the plan would run, in order, exactly as sent."""
@@ -312,8 +318,8 @@ class Migrator:
         if plan.settings_changed:
             txns.append(settings_transaction(plan.settings, end=end))
         txns += [transaction(s, self.holder, end=end) for s in plan.pending]
-        if plan.stale_functions:
-            txns.append(removal_transaction(plan.stale_functions, end=end))
+        if plan.stale_functions or plan.stale_desired:
+            txns.append(removal_transaction(plan.stale_functions, plan.stale_desired, end=end))
         return txns
 
     # --- applying -------------------------------------------------------------
