@@ -102,7 +102,7 @@ class FileState:
 @dataclass
 class Plan:
     settings: SchemaSettings
-    stored_settings: dict | None
+    stored_settings: dict[str, Any] | None
     pending: list[Script]
     states: list[FileState]
     problems: list[MigrationError] = field(default_factory=list)
@@ -132,7 +132,7 @@ def environment(directory: Path | None = None) -> jinja2.Environment:
     )
 
 
-def render_dir(directory: Path, kind: str, context: dict) -> list[Script]:
+def render_dir(directory: Path, kind: str, context: dict[str, Any]) -> list[Script]:
     """Render every ``*.surql.j2`` of a folder (``_macros.j2`` is a library, not a script).
 
     Desired state gets the shared constants (``constants.RENDER_CONTEXT``) under the
@@ -207,7 +207,7 @@ def _script_name(sql: str) -> str:
     return "the settings update"
 
 
-def _root_cause(raw: dict) -> str | None:
+def _root_cause(raw: dict[str, Any]) -> str | None:
     """The statement error that failed a transaction (the others only say they were not run)."""
     for stmt in raw.get("result") or []:
         if stmt.get("status") != "ERR":
@@ -253,7 +253,7 @@ class Migrator:
         info = await self.conn.query("INFO FOR DB")
         return {name for name in (info[0] or {}).get("functions", {}) if name.startswith("amem::")}
 
-    async def _tracked(self) -> tuple[list[dict], dict | None]:
+    async def _tracked(self) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
         if "amem_migration" not in await self._tables():
             return [], None
         rows, stored = await self.conn.query(
@@ -262,7 +262,7 @@ class Migrator:
         )
         return rows or [], stored
 
-    async def plan(self, overrides: dict | None = None) -> Plan:
+    async def plan(self, overrides: dict[str, Any] | None = None) -> Plan:
         applied, stored = await self._tracked()
         base = SchemaSettings(**stored) if stored else SchemaSettings()
         settings = base.merged(overrides or {})
@@ -324,7 +324,7 @@ class Migrator:
 
     # --- applying -------------------------------------------------------------
     async def migrate(
-        self, overrides: dict | None = None, *, dry_run: bool = False, force_unlock: bool = False
+        self, overrides: dict[str, Any] | None = None, *, dry_run: bool = False, force_unlock: bool = False
     ) -> Plan:
         plan = await self.plan(overrides)
         if plan.problems:
@@ -409,13 +409,13 @@ class Migrator:
             await asyncio.sleep(0.05 * (attempt + 1))
         raise MigrationError("could not create the migrator's bookkeeping tables: repeated write conflicts; try again")
 
-    async def lock_holder(self) -> dict | None:
+    async def lock_holder(self) -> dict[str, Any] | None:
         if "amem_lock" not in await self._tables():
             return None
         (rows,) = await self.conn.query(f"SELECT holder, acquired_at FROM {LOCK_ID}")
         return rows[0] if rows else None
 
-    async def unlock(self) -> dict | None:
+    async def unlock(self) -> dict[str, Any] | None:
         """Operator override for a stale lock; returns who held it."""
         holder = await self.lock_holder()
         if holder is not None:

@@ -7,6 +7,8 @@ time. User *values* never go through templates: they travel as ``$params``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 # snowball languages the engine's analyzer accepts
@@ -21,11 +23,11 @@ class SchemaSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     # 384 = all-MiniLM-L6-v2 / multilingual-e5-small, the offline models we ship
-    embedding_dim: int = Field(384, ge=2, le=16384)
-    hnsw_m: int = Field(12, ge=4, le=128)
-    hnsw_efc: int = Field(150, ge=16, le=2000)
+    embedding_dim: int = Field(default=384, ge=2, le=16384)
+    hnsw_m: int = Field(default=12, ge=4, le=128)
+    hnsw_efc: int = Field(default=150, ge=16, le=2000)
     # KNN needs a literal `<|K,EF|>` (docs/ENGINE-ISSUES.md #2): the pool is rendered in.
-    candidate_pool: int = Field(256, ge=10, le=4096)
+    candidate_pool: int = Field(default=256, ge=10, le=4096)
     analyzer_language: str = "english"
 
     @field_validator("analyzer_language")
@@ -40,7 +42,7 @@ class SchemaSettings(BaseModel):
         """Search-time EF: at least the pool, so a pool-sized KNN can fill."""
         return max(self.candidate_pool, 64)
 
-    def merged(self, overrides: dict) -> SchemaSettings:
+    def merged(self, overrides: dict[str, Any]) -> SchemaSettings:
         data = self.model_dump()
         data.update({k: v for k, v in overrides.items() if v is not None})
         return SchemaSettings(**data)

@@ -205,7 +205,7 @@ async def test_input_limits_are_enforced_with_clear_errors(env):
         ("page size", "fn::amem::documents::list", ({"limit": 201},), "1..200"),
         ("keyword text", "fn::amem::keywords::get", ("k" * 201, None), "1..200"),
     ]
-    for name, fn, args, message in cases:
+    for _name, fn, args, message in cases:
         with pytest.raises(InvalidInput, match=message):
             await call(a, fn, *args)
     # k above the maximum is clamped, not refused (spec), and says so
