@@ -28,7 +28,7 @@ import pydantic
 from .connection import WAL_REOPEN_BYTES, Target, close_quietly, open_connection, resolve_target, wal_bytes
 from .db import call
 from .embedding.base import Embedder
-from .errors import InvalidInput, ServerError, error_for, from_engine_error
+from .errors import AmemError, InvalidInput, ServerError, error_for, from_engine_error
 from .ingest import IngestReport, Item, Progress, doc_object, ingest_items, ingest_paths, items_from_file
 from .migrator import Migrator, Plan
 from .models import (
@@ -118,14 +118,11 @@ class Memory:
         (``embedding_dim``, ``hnsw_m``, ``hnsw_efc``, ``candidate_pool``,
         ``analyzer_language``); ones not given keep their recorded values.
         ``dry_run`` checks the plan inside a cancelled transaction."""
-        unknown = sorted(set(settings) - set(SchemaSettings.model_fields))
-        if unknown:
-            raise InvalidInput(f"unknown setting {', '.join(unknown)}: the settings are {', '.join(SchemaSettings.model_fields)}")
         try:
-            SchemaSettings.model_validate(settings)  # each value against its limits, before touching the database
+            SchemaSettings().merged(settings)  # InvalidInput for an unknown or out-of-range setting, before any write
             return await Migrator(self.conn).migrate(settings, dry_run=dry_run)
-        except pydantic.ValidationError as exc:
-            raise InvalidInput.from_validation(exc, what="migrate") from exc
+        except AmemError:
+            raise
         except Exception as exc:
             typed = from_engine_error(exc)
             if typed is exc:

@@ -19,7 +19,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pydantic import ValidationError
+    from pydantic import BaseModel, ValidationError
 
 __all__ = [
     "AmemError",
@@ -146,16 +146,27 @@ class InvalidInput(AmemError):
     code = "invalid_input"
 
     @classmethod
-    def from_validation(cls, exc: ValidationError, *, what: str = "") -> InvalidInput:
-        """A pydantic ValidationError as one line per field: its name, the rule
-        it broke (with the limit) and the value given."""
+    def from_validation(cls, exc: ValidationError, *, what: str = "", model: type[BaseModel] | None = None) -> InvalidInput:
+        """A pydantic ValidationError in one line: per field its name, the rule it
+        broke with the limit, and the value given. With ``model``, a bounded
+        field says both bounds: ``hnsw_m must be between 4 and 128 (got 2)``."""
         parts = []
-        for e in exc.errors():
+        for e in exc.errors(include_url=False):
             field = ".".join(str(x) for x in e.get("loc", ())) or what or "value"
+            got = f" (got {e['input']!r})" if "input" in e else ""
             if e.get("type") == "extra_forbidden":
-                parts.append(f"{field}: not a known setting")
+                known = f"; known: {', '.join(model.model_fields)}" if model else ""
+                parts.append(f"{field}: not a known setting{known}")
+                continue
+            meta = model.model_fields[field].metadata if model and field in model.model_fields else []
+            low = next((m.ge for m in meta if hasattr(m, "ge")), None)
+            high = next((m.le for m in meta if hasattr(m, "le")), None)
+            if low is not None and high is not None and e.get("type") in ("greater_than_equal", "less_than_equal"):
+                parts.append(f"{field} must be between {low} and {high}{got}")
+            elif e.get("type") == "value_error":
+                parts.append(f"{e.get('ctx', {}).get('error', e.get('msg'))}{got}")
             else:
-                parts.append(f"{field}: {e.get('msg', 'invalid')} (got {e.get('input')!r})")
+                parts.append(f"{field}: {e.get('msg', 'invalid')}{got}")
         prefix = f"{what}: " if what else ""
         return cls(prefix + "; ".join(parts))
 

@@ -23,6 +23,7 @@ import getpass
 import hashlib
 import json
 import os
+import re
 import socket
 from dataclasses import dataclass, field
 from importlib import resources
@@ -32,6 +33,7 @@ from typing import Any
 import jinja2
 
 from . import __version__
+from .constants import EMBEDDING_FIELDS, RENDER_CONTEXT
 from .errors import (
     DimensionChangeRefused,
     MigrationDrift,
@@ -53,15 +55,9 @@ DEFINE TABLE IF NOT EXISTS amem_lock SCHEMALESS PERMISSIONS NONE COMMENT 'amem-d
 DEFINE TABLE IF NOT EXISTS amem_setting SCHEMALESS PERMISSIONS NONE COMMENT 'amem-db: schema settings recorded by migrate';
 """
 
-# Tables holding vectors whose length the HNSW dimension fixes.
-EMBEDDING_FIELDS = (
-    ("chunk", "embedding"),
-    ("audio_chunk", "embedding"),
-    ("section", "heading_embedding"),
-    ("document", "summary_embedding"),
-    ("keyword", "embedding"),
-    ("entity", "embedding"),
-)
+# the stored functions amem-db owns: a desired-state apply removes those of
+# them that the rendered surql/ no longer defines (renamed or deleted helpers)
+OWN_FUNCTION = re.compile(r"DEFINE FUNCTION OVERWRITE fn::(amem::[A-Za-z0-9_:]+)\(")
 
 LOCK_ID = "amem_lock:migrate"
 
@@ -106,10 +102,14 @@ class FileState:
 @dataclass
 class Plan:
     settings: SchemaSettings
-    stored_settings: dict | None
+    stored_settings: dict[str, Any] | None
     pending: list[Script]
     states: list[FileState]
     problems: list[MigrationError] = field(default_factory=list)
+    # fn::amem::* functions in the database that the rendered surql/ no longer defines,
+    # and tracking rows of desired-state files that no longer exist
+    stale_functions: list[str] = field(default_factory=list)
+    stale_desired: list[str] = field(default_factory=list)
 
     @property
     def settings_changed(self) -> bool:
@@ -117,23 +117,32 @@ class Plan:
 
     @property
     def up_to_date(self) -> bool:
-        return not self.pending and not self.settings_changed
+        return not self.pending and not self.settings_changed and not self.stale_functions and not self.stale_desired
 
 
-def _environment() -> jinja2.Environment:
+def environment(directory: Path | None = None) -> jinja2.Environment:
+    """The one jinja environment for surql/ and migrations/: ``{% import "_macros.j2" %}``
+    resolves against ``directory`` first, then the package's surql/ folder."""
+    search = [str(d) for d in dict.fromkeys([directory, bundled_dir("surql")]) if d is not None]
     return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(search),
         undefined=jinja2.StrictUndefined,  # a missing setting is an error, never ""
         keep_trailing_newline=True,
         autoescape=False,
     )
 
 
-def render_dir(directory: Path, kind: str, context: dict) -> list[Script]:
-    env = _environment()
+def render_dir(directory: Path, kind: str, context: dict[str, Any]) -> list[Script]:
+    """Render every ``*.surql.j2`` of a folder (``_macros.j2`` is a library, not a script).
+
+    Desired state gets the shared constants (``constants.RENDER_CONTEXT``) under the
+    settings; migrations get only ``context`` (empty: nothing that may change later)."""
+    env = environment(directory)
+    full = (RENDER_CONTEXT | context) if kind == "desired" else dict(context)
     scripts = []
     for path in sorted(directory.glob("*.surql.j2")):
         try:
-            text = env.from_string(path.read_text()).render(**context)
+            text = env.from_string(path.read_text()).render(**full)
         except jinja2.UndefinedError as exc:
             hint = " (migrations are rendered without settings: move settings-dependent DEFINEs to surql/)" if kind == "migration" else ""
             raise MigrationError(f"cannot render {path.name}: {exc}{hint}") from exc
@@ -178,6 +187,19 @@ def settings_transaction(settings: SchemaSettings, *, end: str = "COMMIT") -> st
     )
 
 
+def defined_functions(scripts: list[Script]) -> set[str]:
+    """``amem::area::verb`` of every function the rendered scripts define."""
+    return {m.group(1) for s in scripts for m in OWN_FUNCTION.finditer(s.text)}
+
+
+def removal_transaction(functions: list[str], desired_keys: list[str], *, end: str = "COMMIT") -> str:
+    """Remove what an older surql/ left behind: stored amem functions the current one no
+    longer defines (renamed or deleted helpers) and the tracking rows of deleted files."""
+    removes = "".join(f"REMOVE FUNCTION IF EXISTS fn::{n};\n" for n in functions)
+    removes += "".join(f"DELETE amem_migration:[{literal('desired')}, {literal(k)}] RETURN NONE;\n" for k in desired_keys)
+    return f"BEGIN TRANSACTION;\n-- desired: what surql/ no longer defines\n{removes}{end} TRANSACTION;\n"
+
+
 def _script_name(sql: str) -> str:
     """The ``-- kind: file`` marker that ``transaction`` writes, for error messages."""
     if "\n-- " in sql:
@@ -185,7 +207,7 @@ def _script_name(sql: str) -> str:
     return "the settings update"
 
 
-def _root_cause(raw: dict) -> str | None:
+def _root_cause(raw: dict[str, Any]) -> str | None:
     """The statement error that failed a transaction (the others only say they were not run)."""
     for stmt in raw.get("result") or []:
         if stmt.get("status") != "ERR":
@@ -227,7 +249,11 @@ class Migrator:
         info = await self.conn.query("INFO FOR DB")
         return set((info[0] or {}).get("tables", {}))
 
-    async def _tracked(self) -> tuple[list[dict], dict | None]:
+    async def _stored_functions(self) -> set[str]:
+        info = await self.conn.query("INFO FOR DB")
+        return {name for name in (info[0] or {}).get("functions", {}) if name.startswith("amem::")}
+
+    async def _tracked(self) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
         if "amem_migration" not in await self._tables():
             return [], None
         rows, stored = await self.conn.query(
@@ -236,7 +262,7 @@ class Migrator:
         )
         return rows or [], stored
 
-    async def plan(self, overrides: dict | None = None) -> Plan:
+    async def plan(self, overrides: dict[str, Any] | None = None) -> Plan:
         applied, stored = await self._tracked()
         base = SchemaSettings(**stored) if stored else SchemaSettings()
         settings = base.merged(overrides or {})
@@ -281,7 +307,10 @@ class Migrator:
                 pending.append(s)
             else:
                 states.append(FileState(s.key, s.kind, "applied", row["applied_at"]))
-        return Plan(settings, stored, pending, states, problems)
+        stale = sorted(await self._stored_functions() - defined_functions(desired))
+        present_desired = {s.key for s in desired}
+        gone = sorted(key for kind, key in done if kind == "desired" and key not in present_desired)
+        return Plan(settings, stored, pending, states, problems, stale, gone)
 
     def plan_sql(self, plan: Plan, *, end: str = "COMMIT") -> list[str]:
         """Every transaction the plan would run, in order, exactly as sent."""
@@ -289,11 +318,13 @@ class Migrator:
         if plan.settings_changed:
             txns.append(settings_transaction(plan.settings, end=end))
         txns += [transaction(s, self.holder, end=end) for s in plan.pending]
+        if plan.stale_functions or plan.stale_desired:
+            txns.append(removal_transaction(plan.stale_functions, plan.stale_desired, end=end))
         return txns
 
     # --- applying -------------------------------------------------------------
     async def migrate(
-        self, overrides: dict | None = None, *, dry_run: bool = False, force_unlock: bool = False
+        self, overrides: dict[str, Any] | None = None, *, dry_run: bool = False, force_unlock: bool = False
     ) -> Plan:
         plan = await self.plan(overrides)
         if plan.problems:
@@ -378,13 +409,13 @@ class Migrator:
             await asyncio.sleep(0.05 * (attempt + 1))
         raise MigrationError("could not create the migrator's bookkeeping tables: repeated write conflicts; try again")
 
-    async def lock_holder(self) -> dict | None:
+    async def lock_holder(self) -> dict[str, Any] | None:
         if "amem_lock" not in await self._tables():
             return None
         (rows,) = await self.conn.query(f"SELECT holder, acquired_at FROM {LOCK_ID}")
         return rows[0] if rows else None
 
-    async def unlock(self) -> dict | None:
+    async def unlock(self) -> dict[str, Any] | None:
         """Operator override for a stale lock; returns who held it."""
         holder = await self.lock_holder()
         if holder is not None:

@@ -25,11 +25,11 @@ class SchemaSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     # 384 = all-MiniLM-L6-v2 / multilingual-e5-small, the offline models we ship
-    embedding_dim: int = Field(384, ge=2, le=16384)
-    hnsw_m: int = Field(12, ge=4, le=128)
-    hnsw_efc: int = Field(150, ge=16, le=2000)
-    # KNN needs a literal `<|K,EF|>` (docs/ENGINE-ISSUES.md): the pool is rendered in.
-    candidate_pool: int = Field(256, ge=10, le=4096)
+    embedding_dim: int = Field(default=384, ge=2, le=16384)
+    hnsw_m: int = Field(default=12, ge=4, le=128)
+    hnsw_efc: int = Field(default=150, ge=16, le=2000)
+    # KNN needs a literal `<|K,EF|>` (docs/ENGINE-ISSUES.md #2): the pool is rendered in.
+    candidate_pool: int = Field(default=256, ge=10, le=4096)
     analyzer_language: str = "english"
 
     @field_validator("analyzer_language")
@@ -52,22 +52,4 @@ class SchemaSettings(BaseModel):
         try:
             return SchemaSettings(**data)
         except ValidationError as exc:
-            raise invalid_setting(exc) from None
-
-
-def invalid_setting(exc: ValidationError) -> InvalidInput:
-    """The first problem of a SchemaSettings validation, as one line:
-    ``hnsw_m must be between 4 and 128 (got 2)``."""
-    first = exc.errors(include_url=False)[0]
-    name = ".".join(str(p) for p in first["loc"]) or "settings"
-    got = f" (got {first['input']!r})" if "input" in first else ""
-    field = SchemaSettings.model_fields.get(name)
-    if first["type"] == "extra_forbidden":
-        return InvalidInput(f"unknown setting {name!r}; settings: {', '.join(SchemaSettings.model_fields)}")
-    if first["type"] == "value_error":
-        return InvalidInput(f"{str(first['ctx']['error'])}{got}")
-    low = next((m.ge for m in (field.metadata if field else []) if hasattr(m, "ge")), None)
-    high = next((m.le for m in (field.metadata if field else []) if hasattr(m, "le")), None)
-    if low is not None and high is not None:
-        return InvalidInput(f"{name} must be between {low} and {high}{got}")
-    return InvalidInput(f"{name}: {first['msg'].lower()}{got}")
+            raise InvalidInput.from_validation(exc, model=SchemaSettings) from None

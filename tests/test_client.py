@@ -111,9 +111,9 @@ async def test_open_can_migrate():
 
 async def test_migrate_settings_errors_are_invalid_input_naming_the_field_and_limit(fresh_db):
     m = Memory(fresh_db, embedder=HASH)
-    with pytest.raises(InvalidInput, match=r"hnsw_m.*greater than or equal to 4"):
+    with pytest.raises(InvalidInput, match=r"^hnsw_m must be between 4 and 128 \(got 2\)$"):
         await m.migrate(hnsw_m=2)
-    with pytest.raises(InvalidInput, match=r"embedding_dim.*less than or equal to 16384"):
+    with pytest.raises(InvalidInput, match=r"^embedding_dim must be between 2 and 16384 \(got 1000000\)$"):
         await m.migrate(embedding_dim=10**6)
     with pytest.raises(InvalidInput, match=r"no_such_setting.*embedding_dim"):
         await m.migrate(no_such_setting=1)

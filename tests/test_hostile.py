@@ -149,6 +149,7 @@ async def checksum(root) -> str:
 WRITES = {"fn::amem::documents::ingest", "fn::amem::documents::delete"}
 
 
+@pytest.mark.slow  # every function x every hostile value
 async def test_hostile_input_every_function(env):
     root = env["root"]
     counts = {"cases": 0, "ok": 0, "typed_errors": 0}
@@ -205,7 +206,7 @@ async def test_input_limits_are_enforced_with_clear_errors(env):
         ("page size", "fn::amem::documents::list", ({"limit": 201},), "1..200"),
         ("keyword text", "fn::amem::keywords::get", ("k" * 201, None), "1..200"),
     ]
-    for name, fn, args, message in cases:
+    for _name, fn, args, message in cases:
         with pytest.raises(InvalidInput, match=message):
             await call(a, fn, *args)
     # k above the maximum is clamped, not refused (spec), and says so

@@ -12,6 +12,7 @@ from amem_db.connection import close_quietly, open_connection
 from amem_db.errors import (
     DimensionChangeRefused,
     MigrationDrift,
+    MigrationError,
     MigrationLocked,
     MigrationMissing,
     MigrationOutOfOrder,
@@ -150,7 +151,7 @@ async def test_failed_script_releases_the_lock_and_keeps_nothing(conn, sql_dirs)
     mig, surql = sql_dirs
     (mig / "0002_broken.surql.j2").write_text("DEFINE FIELD ok ON document TYPE string;\nTHROW 'boom';\n")
     m = Migrator(conn, migrations_dir=mig, surql_dir=surql)
-    with pytest.raises(Exception, match="boom"):
+    with pytest.raises(MigrationError, match="boom"):
         await m.migrate()
     assert await m.lock_holder() is None
     fields = (await conn.query("INFO FOR TABLE document"))[0]["fields"]
@@ -169,23 +170,35 @@ async def test_dry_run_changes_nothing(conn):
 async def test_dry_run_reports_a_broken_plan(conn, sql_dirs):
     mig, surql = sql_dirs
     (surql / "999_broken.surql.j2").write_text("DEFINE FUNCTION OVERWRITE fn::amem::broken() { RETURN 1 +; };\n")
-    with pytest.raises(Exception):
+    with pytest.raises(MigrationError, match="dry run: the engine refused the plan"):
         await Migrator(conn, migrations_dir=mig, surql_dir=surql).migrate(dry_run=True)
 
 
 async def test_upgrade_from_an_older_set_equals_a_fresh_install(sql_dirs):
     mig, surql = sql_dirs
-    # the "older release": an older function body, and a desired-state file it did not have yet
+    # the "older release": an older function body, a desired-state file it did not have
+    # yet, and a file and functions the current release no longer has (renamed helpers)
     meta = surql / "110_meta.surql.j2"
     meta.write_text(meta.read_text().replace("?? {}", "?? { old: true }"))
     (surql / "100_scope.surql.j2").unlink()
+    (surql / "105_retired.surql.j2").write_text(
+        "DEFINE FUNCTION OVERWRITE fn::amem::retired::helper() -> int { RETURN 1; } COMMENT 'gone in the next release' PERMISSIONS FULL;\n")
+    query = surql / "400_query.surql.j2"
+    query.write_text(query.read_text().replace("fn::amem::query::weights(", "fn::amem::query::old_weights("))
     upgraded_target, fresh_target = make_target("up"), make_target("fresh")
     upgraded, fresh = await open_connection(upgraded_target), await open_connection(fresh_target)
     try:
         await Migrator(upgraded, migrations_dir=mig, surql_dir=surql).migrate()
-        await Migrator(upgraded).migrate()  # upgrade to the current set
+        old = set((await info(upgraded))["functions"])
+        assert {"amem::retired::helper", "amem::query::old_weights"} <= old
+        plan = await Migrator(upgraded).migrate()  # upgrade to the current set
+        assert plan.stale_functions == ["amem::query::old_weights", "amem::retired::helper"]
+        assert plan.stale_desired == ["105_retired"]
         await Migrator(fresh).migrate()
         assert await schema_snapshot(upgraded) == await schema_snapshot(fresh)
+        keys = "SELECT VALUE [kind, key] FROM amem_migration ORDER BY kind, key"
+        assert (await upgraded.query(keys))[0] == (await fresh.query(keys))[0]
+        assert (await Migrator(upgraded).plan()).up_to_date
     finally:
         for c, t in ((upgraded, upgraded_target), (fresh, fresh_target)):
             await drop(c, t)
@@ -227,5 +240,5 @@ async def test_dimension_change_with_vectors_is_refused(conn):
 async def test_migrations_are_rendered_without_settings(sql_dirs, conn):
     mig, surql = sql_dirs
     (mig / "0002_bad.surql.j2").write_text("DEFINE FIELD v ON chunk TYPE array<float, {{ embedding_dim }}>;\n")
-    with pytest.raises(Exception, match="rendered without settings"):
+    with pytest.raises(MigrationError, match="rendered without settings"):
         await Migrator(conn, migrations_dir=mig, surql_dir=surql).plan()

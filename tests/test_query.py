@@ -11,8 +11,11 @@ every access path of the vector leg against exact numpy cosine.
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,6 +26,7 @@ from surrealdb import RecordID
 from surrealdb.errors import ThrownError
 
 from amem_db.connection import close_quietly, open_connection
+from amem_db.constants import KNOWN_MIME_TYPES, LENS_SLOTS
 from amem_db.migrator import Migrator, bundled_dir, render_dir
 from amem_db.settings import SchemaSettings
 
@@ -274,6 +278,7 @@ def ranx():
     return pytest.importorskip("ranx")
 
 
+@pytest.mark.slow  # ranx JIT-compiles on first use (~15 s)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lists=st.lists(st.lists(ID, min_size=1, max_size=12), min_size=2, max_size=3),
        weights=st.lists(st.integers(1, 3), min_size=3, max_size=3), k=st.integers(1, 100))
@@ -611,7 +616,7 @@ async def test_context_hits_never_repeat_and_never_shadow_ranked_hits(db, corpus
     assert ctx(res) == [("chunk:r3", "chunk:r0"), ("chunk:r6", "chunk:r5")]
     got = [c for c, _ in ctx(res)]
     assert len(got) == len(set(got)) and not set(got) & set(ranked)
-    for c, anchor in ctx(res):
+    for _chunk, anchor in ctx(res):
         assert anchor in ranked
 
 
@@ -672,7 +677,9 @@ async def test_empty_database_returns_empty_results():
         for opts in ({}, {"mode": "vector"}, {"mode": "bm25"}, {"filter": {"mimeType": ["x"]}}, {"lens": [["org"]]}):
             res = await query(conn, "anything at all", e, **opts)
             assert res["results"] == [] and res["contextHits"] == []
-            assert res["trace"]["id"] is not None
+            # a trace is written for an empty answer too: the stored record is the one returned
+            (stored,) = await conn.query("SELECT * FROM ONLY $id", {"id": res["trace"]["id"]})
+            assert stored == res["trace"] and stored["query"] == "anything at all" and stored["hits"] == []
     finally:
         await drop(conn, target)
         await close_quietly(conn)
@@ -716,31 +723,87 @@ async def explain(conn, name: str, contains: str, f: dict, **params) -> str:
     return plan
 
 
-async def test_query_plans_use_the_indexes(db, corpus):
+GOLDEN = Path(__file__).parent / "golden" / "query_plans"
+
+
+def normalise_plan(plan) -> str:
+    """EXPLAIN text without what varies between runs: engine-generated record keys,
+    timings and memory addresses; trailing spaces trimmed."""
+    text = plan if isinstance(plan, str) else json.dumps(plan, indent=1, sort_keys=True, default=str)
+    text = re.sub(r"\b(\d+(\.\d+)?) ?(ns|µs|us|ms|s)\b", "<time>", text)
+    text = re.sub(r"0x[0-9a-f]+", "<addr>", text)
+    text = re.sub(r"⟨[0-9a-z]{20,}⟩|\b[0-9a-z]{20,}\b", "<key>", text)
+    return "\n".join(line.rstrip() for line in text.strip().splitlines()) + "\n"
+
+
+def check_golden(name: str, plan) -> str:
+    """Compare a plan with tests/golden/query_plans/<name>.txt; `make goldens` rewrites them."""
+    text = normalise_plan(plan)
+    path = GOLDEN / f"{name}.txt"
+    if os.environ.get("AMEM_UPDATE_GOLDENS"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"no golden plan {path}: run `make goldens`"
+    assert text == path.read_text(), f"the plan of {name} changed: review it, then run `make goldens` to accept it"
+    return text
+
+
+# (golden name, function, a fragment of the statement, filter, parameters); the structural
+# assertions below say what each golden must show
+PLANS = {
+    "bm25_chunk": ("fn::amem::query::bm25_chunk", "search::score", "open", {"text": "return window"}),
+    "vector_chunk_hnsw": ("fn::amem::query::vector_chunk", "<|256,", "open", {"e": True}),
+    "exact_chunk_documents": ("fn::amem::query::exact_chunk", "document IN $docs", "docs", {"e": True}),
+    "exact_chunk_mime": ("fn::amem::query::exact_chunk", "WHERE mime_type IN $mimes", "mime", {"e": True}),
+    "exact_chunk_lens": ("fn::amem::query::exact_chunk", "WHERE (scope_keys", "lens", {"e": True}),
+    "mime_count_chunk": ("fn::amem::query::mime_count_chunk", "mime_type = 'application/pdf'", "mime", {}),
+    "count_chunk": ("fn::amem::query::vector_chunk", "count() FROM chunk GROUP ALL", "open", {}),
+    "context_siblings": ("fn::amem::query::context", "section IN $sections", "open", {"sections": True}),
+}
+
+
+@pytest.fixture(scope="module")
+async def plans(db, corpus):
     e = [float(x) for x in corpus["q"]]
-    none_lens = [[]] * 16
+    none_lens = [[]] * LENS_SLOTS
     f_open = {"docs": None, "mimes": None, "lens": None, "clauses": none_lens}
-    plan = await explain(db, "fn::amem::query::bm25_chunk", "search::score", f_open, text="return window")
-    assert "FullTextScan" in plan and "index: chunk_fts_text" in plan
-    plan = await explain(db, "fn::amem::query::vector_chunk", "<|256,", f_open, e=e)
+    filters = {
+        "open": f_open,
+        "docs": {**f_open, "docs": [rid("document", "returns"), rid("document", "warranty")]},
+        "mime": {**f_open, "mimes": ["application/pdf"]},
+        "lens": {**f_open, "lens": [["org/acme"]], "clauses": [["org/acme"]] * LENS_SLOTS},
+    }
+    out = {}
+    for name, (fn, fragment, flt, params) in PLANS.items():
+        p = {k: v for k, v in params.items() if not isinstance(v, bool)}
+        if params.get("e"):
+            p["e"] = e
+        if params.get("sections"):
+            p.update(sections=[rid("section", "ret_elig")], ranked=[rid("chunk", "r0")])
+        out[name] = check_golden(name, await explain(db, fn, fragment, filters[flt], **p))
+    return out
+
+
+async def test_query_plans_match_their_goldens(plans):
+    assert set(plans) == set(PLANS)
+    assert sorted(p.stem for p in GOLDEN.glob("*.txt")) == sorted(PLANS), "stale golden files: run `make goldens`"
+
+
+async def test_query_plans_use_the_indexes(plans):
+    assert "FullTextScan" in plans["bm25_chunk"] and "index: chunk_fts_text" in plans["bm25_chunk"]
+    plan = plans["vector_chunk_hnsw"]
     assert "KnnScan" in plan and "index: chunk_embedding" in plan and "k: 256" in plan
-    f_docs = {**f_open, "docs": [rid("document", "returns"), rid("document", "warranty")]}
-    plan = await explain(db, "fn::amem::query::exact_chunk", "document IN $docs", f_docs, e=e)
+    plan = plans["exact_chunk_documents"]
     assert "IndexScan" in plan and "index: chunk_document" in plan and "TableScan" not in plan
-    f_mime = {**f_open, "mimes": ["application/pdf"]}
-    plan = await explain(db, "fn::amem::query::exact_chunk", "WHERE mime_type IN $mimes", f_mime, e=e)
+    plan = plans["exact_chunk_mime"]
     assert "index: chunk_mime_type" in plan and "TableScan" not in plan
-    f_lens = {**f_open, "lens": [["org/acme"]], "clauses": [["org/acme"]] * 16}
-    plan = await explain(db, "fn::amem::query::exact_chunk", "WHERE (scope_keys", f_lens, e=e)
+    plan = plans["exact_chunk_lens"]
     assert "TableScan" in plan and "pre_decode_filter: yes" in plan
     # counts: index-only for a literal MIME type (a $param would decode every row)
-    plan = await explain(db, "fn::amem::query::mime_count_chunk", "mime_type = 'application/pdf'", f_mime)
+    plan = plans["mime_count_chunk"]
     assert plan.strip().startswith("IndexCountScan") and "mime_type = 'application/pdf'" in plan
-    plan = await explain(db, "fn::amem::query::vector_chunk", "count() FROM chunk GROUP ALL", f_open)
-    assert plan.strip().startswith("CountScan")
-    plan = await explain(db, "fn::amem::query::context", "section IN $sections", f_open,
-                         sections=[rid("section", "ret_elig")], ranked=[rid("chunk", "r0")])
-    assert "index: chunk_section" in plan
+    assert plans["count_chunk"].strip().startswith("CountScan")
+    assert "index: chunk_section" in plans["context_siblings"]
 
 
 def test_literal_mime_counts_cover_the_parsers():
@@ -749,6 +812,8 @@ def test_literal_mime_counts_cover_the_parsers():
     from amem_db import parsing
 
     body = rendered_function("fn::amem::query::mime_count_chunk")
+    for mime in KNOWN_MIME_TYPES:
+        assert f"mime_type = '{mime}'" in body, mime
     for name in dir(parsing):
         if name.startswith("MIME_") and isinstance(getattr(parsing, name), str):
             assert f"mime_type = '{getattr(parsing, name)}'" in body, name
@@ -789,7 +854,7 @@ async def big():
             mimes.append(mime_of[d])
             rows.append({"k": key, "d": d, "p": j, "m": mime_of[d], "s": "org/needle" if needle else "org/bulk",
                          "t": "needle haystack" if needle else "haystack straw bale",
-                         "e": ",".join("%.9g" % x for x in v)})
+                         "e": ",".join(f"{x:.9g}" for x in v)})
     sql = (
         "INSERT INTO chunk $rows.map(|$r| { id: type::record('chunk', $r.k), document: type::record('document', $r.d), "
         "text: $r.t, position: $r.p, char_start: 0, char_end: 1, mime_type: $r.m, scopes: [$r.s], "
@@ -813,6 +878,7 @@ def exact_top(big, mask, n):
     return [f"chunk:{big['keys'][i]}" for i in order], [float(sims[i]) for i in order]
 
 
+@pytest.mark.slow  # a 10k-chunk corpus
 async def test_big_needles_are_not_in_the_unfiltered_pool(big):
     res = await query(big["conn"], "x", big["q"], mode="vector", k=50, threshold=-1)
     want, _ = exact_top(big, np.ones(len(big["keys"]), bool), 50)
@@ -821,6 +887,7 @@ async def test_big_needles_are_not_in_the_unfiltered_pool(big):
     assert not any("chunk:n" in i for i in ids(res["results"]))
 
 
+@pytest.mark.slow  # a 10k-chunk corpus
 @pytest.mark.parametrize("opts, strategy", [
     ({"filter": {"documentIds": NEEDLES}}, "exact"),
     ({"filter": {"mimeType": ["application/x-needle"]}}, "hnsw_postfilter+exact"),  # no cheap count for an unknown type
@@ -840,6 +907,7 @@ async def test_big_filter_keeping_three_documents_returns_their_best_chunks(big,
     assert set(ids(hyb["results"])) == set(want)
 
 
+@pytest.mark.slow  # a 10k-chunk corpus
 async def test_big_broad_filter_uses_hnsw_then_filters(big):
     mask = big["mimes"] == "application/pdf"  # ~half the rows
     want, _ = exact_top(big, mask, 20)
@@ -849,6 +917,7 @@ async def test_big_broad_filter_uses_hnsw_then_filters(big):
     assert chunk["strategy"] == "hnsw_postfilter" and chunk["admitted"] == int(mask.sum()) and chunk["total"] == 10_000
 
 
+@pytest.mark.slow  # a 10k-chunk corpus
 async def test_big_bm25_filter_before_limit(big):
     # "haystack" is in every chunk: without the filter the top 256 are all bulk rows
     res = await query(big["conn"], "haystack", None, mode="bm25", k=50, filter={"documentIds": NEEDLES})

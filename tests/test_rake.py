@@ -1,4 +1,4 @@
-"""RAKE keyword extraction (surql/210_rake.surql.j2) on the real engine.
+"""RAKE keyword extraction (surql/210_keywords.surql.j2) on the real engine.
 
 * a case table in the spec's style (returns policy -> "return policy", empty
   text -> [], min_score, top_n, ties, tokenisation rules) and the input errors;
@@ -236,7 +236,7 @@ def peer():
     regex = pytest.importorskip("regex")  # nltk dependency; \p{..} classes as in the engine's Rust regex
     from nltk.tokenize import wordpunct_tokenize  # pure regex: no nltk data needed
 
-    # The engine's tokenisation (surql/210_rake.surql.j2), written as one regex:
+    # The engine's tokenisation (surql/210_keywords.surql.j2), written as one regex:
     # a word is letters/marks/digits, joined by single inner hyphens or
     # apostrophes; any other non-space character (line breaks included) is a
     # one-character delimiter token.
