@@ -435,6 +435,9 @@ async def test_llm_flags_fall_back_without_error(db, corpus):
     assert any(f.startswith("decomposeQuery: no LLM attached") for f in fallbacks)
     assert any(f.startswith("useReranker: no reranker attached") for f in fallbacks)
     assert res["trace"]["options"]["useHyde"] is True
+    # said where the caller looks, too: the response's warnings (and the trace's copy of them)
+    assert res["warnings"] == fallbacks and res["trace"]["options"]["warnings"] == fallbacks
+    assert plain["warnings"] == []
 
 
 # --- modes -------------------------------------------------------------------------------------
