@@ -83,18 +83,7 @@ def _sniff_text(data: bytes) -> str | None:
 
 
 def detect(formats: Sequence[Format], path_or_name: str | os.PathLike[str] | None, data: bytes) -> str:
-    """Return the canonical MIME type of a file from its content and its name.
-
-    Content wins where it is unambiguous: a ``%PDF-`` header, a ``WEBVTT`` header,
-    an SRT cue (index line then ``00:00:01,000 --> ...``), an HTML document start
-    (``<!doctype html`` / ``<html``), or the magic bytes of a known binary format.
-    Otherwise the extension decides (``.md``/``.markdown``, ``.html``/``.htm``,
-    ``.txt``, ``.pdf``, ``.vtt``, ``.srt``, ``.jsonl``).  A file with no or an unknown
-    extension is ``application/jsonl`` if its first line is a JSON object with a
-    ``"text"`` field, ``text/plain`` if it decodes as text, and unsupported otherwise.
-
-    Raises :class:`UnsupportedFormatError` for binary or otherwise unreadable kinds.
-    """
+    """``amem_db.parsing.detect_mime_type`` over the registry ``formats`` (the rules are in its docstring)."""
     name = label(path_or_name)
     data = bytes(data)
     ext = extension(path_or_name)
