@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from ..constants import MAX_K
 from .app import Session, as_json, out, parse_lens, print_json
 
 
@@ -29,7 +30,7 @@ async def query(
     session: Session,
     text: str = typer.Argument(..., help="what to look for"),
     mode: str = typer.Option("hybrid", "--mode", help="hybrid | vector | bm25 | hybrid_graph"),
-    k: int = typer.Option(10, "--k", help="answer size (max 50; larger is clamped)"),
+    k: int = typer.Option(10, "--k", help=f"answer size (max {MAX_K}; larger is clamped)"),
     threshold: float | None = typer.Option(None, help="minimum cosine similarity of the vector leg"),
     vector_weight: float | None = typer.Option(None, "--vector-weight", help="weight of the vector leg in RRF, 0..1 (default 0.5)"),
     rrf_k: float | None = typer.Option(None, "--rrf-k", help="RRF smoothing constant (default 60, > 0)"),
