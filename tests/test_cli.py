@@ -286,3 +286,26 @@ def test_build_app_makes_a_fresh_app_with_every_command():
     fresh = build_app()
     assert fresh is not app
     assert sorted(typer.main.get_command(fresh).commands) == sorted(typer.main.get_command(app).commands)
+
+
+def test_status_shows_a_retired_function_and_migrate_removes_it(tmp_path):
+    url = f"surrealkv://{tmp_path / 'db'}"
+    assert amem("--url", url, "migrate").returncode == 0
+    # an older surql/ defined a helper this one does not (a renamed or deleted function)
+    stray = ("import asyncio, os\n"
+             "from amem_db.connection import open_connection, resolve_target, close_quietly\n"
+             "async def go():\n"
+             f"    conn = await open_connection(resolve_target({url!r}))\n"
+             "    await conn.query('DEFINE FUNCTION fn::amem::retired_helper() { RETURN 1; }')\n"
+             "    await close_quietly(conn)\n"
+             "    os._exit(0)\n"
+             "asyncio.run(go())\n")
+    assert subprocess.run([sys.executable, "-c", stray], capture_output=True, timeout=120).returncode == 0
+    report = json.loads(amem("--url", url, "status", "--json").stdout)
+    assert report["stale"] == {"functions": ["amem::retired_helper"], "desired": []}
+    assert report["up_to_date"] is False and "fn::amem::retired_helper" in report["functions"]
+    done = amem("--url", url, "migrate")
+    assert done.returncode == 0 and "removed function  fn::amem::retired_helper" in done.stdout
+    report = json.loads(amem("--url", url, "status", "--json").stdout)
+    assert report["stale"] == {"functions": [], "desired": []} and report["up_to_date"] is True
+    assert "fn::amem::retired_helper" not in report["functions"]

@@ -46,6 +46,8 @@ async def migrate(
         out.print(f"{verb} {s.kind:9} {s.path.name}")
     if plan.settings_changed:
         out.print(f"{verb} settings  {plan.settings.model_dump()}")
+    for name in plan.stale_functions:
+        out.print(f"{'would remove' if dry_run else 'removed'} function  fn::{name} (surql/ no longer defines it)")
     if dry_run:
         out.print("dry run: the plan was checked inside a cancelled transaction; nothing changed")
 
@@ -90,6 +92,8 @@ async def _status(session: Session, as_json: bool) -> None:
         "analyzers": sorted(info.get("analyzers", {})),
         "functions": sorted(f"fn::{name}" for name in info.get("functions", {})),
         "lock": lock and {k: str(v) for k, v in lock.items()},
+        # what the next migrate removes: functions surql/ no longer defines, tracking rows of deleted files
+        "stale": {"functions": plan.stale_functions, "desired": plan.stale_desired},
         "up_to_date": plan.up_to_date and not plan.problems,
         "problems": [{"code": p.code, "message": str(p)} for p in plan.problems],
     }
@@ -112,6 +116,8 @@ async def _status(session: Session, as_json: bool) -> None:
     out.print(f"indexes    {sum(map(len, indexes.values()))}: " + ", ".join(i for v in indexes.values() for i in v))
     out.print(f"analyzers  {', '.join(report['analyzers'])}")
     out.print(f"functions  {len(report['functions'])}: {', '.join(report['functions'])}")
+    if plan.stale_functions or plan.stale_desired:
+        out.print(f"[yellow]stale[/]      the next migrate removes {', '.join([f'fn::{n}' for n in plan.stale_functions] + plan.stale_desired)}")
     if lock:
         out.print(f"[red]lock held by {lock['holder']} since {lock['acquired_at']}[/] (amem-db migrate --force-unlock if stale)")
     if plan.problems:
