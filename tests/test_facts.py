@@ -22,7 +22,7 @@ from amem_db.embedding import get_embedder
 from amem_db.errors import EmbeddingMismatch
 from amem_db.models import EntityDetail, FactHistory, FactWrite
 
-MEMORY_TABLES = ["entity", "entity_alias", "attribute", "attribute_fts", "relation", "memory_chunk", "memory_chunk_fts",
+MEMORY_TABLES = ["entity", "entity_name", "attribute", "attribute_fts", "relation", "memory_chunk", "memory_chunk_fts",
                  "uncertainty", "fact_key", "memory_write", "mentions", "amem_setting"]
 _n = itertools.count()
 
