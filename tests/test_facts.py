@@ -339,7 +339,7 @@ async def test_raw_surrealql_gives_the_same_result_as_python(mem, db):
 
 # --- hypothesis over the request shape ------------------------------------------------------------
 _names = st.text(st.characters(whitelist_categories=("L", "N", "Zs")), min_size=0, max_size=12)
-_values = st.one_of(st.text(max_size=20), st.integers(-5, 5), st.booleans(), st.none(), st.just({"x": 1}))
+_values = st.one_of(st.text(st.characters(whitelist_categories=("L", "N", "Zs")), max_size=20), st.integers(-5, 5), st.booleans(), st.none(), st.just({"x": 1}))
 _triple = st.fixed_dictionaries(
     {"entity": st.fixed_dictionaries({"type": st.sampled_from(["person", "company", "widget"]), "name": _names}),
      "key": st.sampled_from(["role", "", "city"])},
