@@ -375,7 +375,7 @@ class Facts:
     aliases?}, key, value? | target?: {type, name}, retract?, category?,
     confidence?, valid_from?, valid_until?}], text?, scopes?, observed_at?,
     valid_from?, valid_until?, session_id?, role?, source?, category?,
-    confidence?, idempotency_key?}`` (docs/MEMORY-DESIGN.md)."""
+    confidence?, labels?, idempotency_key?}`` (docs/MEMORY-DESIGN.md)."""
 
     def __init__(self, mem: Memory) -> None:
         self.mem = mem

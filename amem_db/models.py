@@ -328,6 +328,7 @@ class FactRow(_Returned):
     session_id: str | None = None
     role: str | None = None
     source: dict[str, Any] | None = None
+    labels: list[str] = []
     scopes: list[str] = []
 
 

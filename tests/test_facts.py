@@ -171,7 +171,7 @@ async def test_identity_types_aliases_importance_and_passages(mem, db):
     who = name("  Ada   LOVELACE")
     r = await mem.facts.write({"triples": [{"entity": {"type": "People", "name": who, "aliases": ["Countess", "the countess", "COUNTESS", who]},
                                             "key": "Born", "value": 1815, "category": "identity"}],
-                               "text": "Ada wrote the first program. " * 80, "session_id": "s1", "role": "user",
+                               "text": "Ada wrote the first program. " * 80, "session_id": "s1", "role": "user", "labels": ["bio", "bio", "history"],
                                "source": {"kind": "turn", "ref": "turn-7", "span": {"start": 0, "end": 27}}})
     norm = " ".join(who.split()).lower()
     got = await mem.entities.get("PERSON", norm.upper())
@@ -180,12 +180,13 @@ async def test_identity_types_aliases_importance_and_passages(mem, db):
     (a,) = got.attributes
     assert a.key == "Born" and a.value == 1815 and a.category == "identity" and a.importance == 1.0
     assert a.text == f"{' '.join(who.split())}: Born = 1815" and a.session_id == "s1" and a.source["span"] == {"start": 0, "end": 27}
+    assert a.labels == ["bio", "history"]
     assert len(r.passages) > 1  # long text is split
-    (chunks,) = await db.query("SELECT text, position, char_start, char_end, category, importance, role FROM memory_chunk WHERE write = $w ORDER BY position",
+    (chunks,) = await db.query("SELECT text, position, char_start, char_end, category, importance, role, labels FROM memory_chunk WHERE write = $w ORDER BY position",
                                {"w": r.write})
     text = "Ada wrote the first program. " * 80
     assert all(text[c["char_start"]:c["char_end"]] == c["text"] for c in chunks)
-    assert {(c["category"], c["importance"], c["role"]) for c in chunks} == {("context", 0.5, "user")}
+    assert {(c["category"], c["importance"], c["role"], tuple(c["labels"])) for c in chunks} == {("context", 0.5, "user", ("bio", "history"))}
     (fts,) = await db.query("SELECT count() FROM memory_chunk_fts WHERE text @@ 'program' GROUP ALL")
     assert fts[0]["count"] >= len(chunks)
     (vec,) = await db.query("SELECT VALUE array::len(embedding) FROM memory_chunk WHERE write = $w", {"w": r.write})
@@ -252,6 +253,7 @@ BAD = [
     ({"triples": [_t()], "scopes": ["bad path/"]}, "is not a scope path"),
     ({"triples": [_t(entity={"type": "person", "name": "x", "aliases": "Al"})]}, "aliases must be a list"),
     ({"triples": [_t()] * 101}, "at most 100 triples"),
+    ({"triples": [_t()], "labels": "bio"}, "labels must be a list"),
 ]
 
 
@@ -335,6 +337,18 @@ async def test_raw_surrealql_gives_the_same_result_as_python(mem, db):
     assert set(raw) == set(py.model_dump()) and raw["triples"][0]["outcome"] == py.triples[0].outcome == "added"
     (raw_get,) = await db.query("RETURN fn::amem::entities::get('person', $n, NONE)", {"n": who})
     assert raw_get["attributes"][0]["value"] == (await mem.entities.get("person", who)).attributes[0].value
+
+
+def test_sync_client_writes_and_reads():
+    from amem_db import SyncMemory
+
+    with SyncMemory.open(url="mem://", embedder="hash:384", migrate=True) as sm:
+        out = sm.facts.write({"triples": [attr("Sync Person", "role", "CTO")], "text": "hello"})
+        assert isinstance(out, FactWrite) and out.triples[0].outcome == "added" and len(out.passages) == 1
+        assert sm.entities.get("person", "sync person").attributes[0].value == "CTO"
+        assert sm.entities.list().total == 1 and len(sm.entities.history("person", "Sync Person", "role").rows) == 1
+        assert [e.text for e in sm.facts.prepare({"triples": [attr("Sync Person", "role", "CEO")]}).entities] == ["Sync Person"]
+        assert sm.facts.declare_key("speaks").multi_valued
 
 
 # --- hypothesis over the request shape ------------------------------------------------------------
