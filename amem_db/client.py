@@ -38,6 +38,12 @@ from .models import (
     DocumentKeywords,
     DocumentPage,
     DocumentStatus,
+    EntityDetail,
+    EntityPage,
+    FactHistory,
+    FactKey,
+    FactsPrepared,
+    FactWrite,
     IngestResult,
     KeywordDetail,
     KeywordPage,
@@ -50,7 +56,7 @@ from .models import (
 from .parsing import ParsedDocument, parse
 from .settings import SchemaSettings
 
-__all__ = ["Documents", "Keywords", "Lens", "Memory", "QueryFilter"]
+__all__ = ["Documents", "Entities", "Facts", "Keywords", "Lens", "Memory", "QueryFilter"]
 
 _M = TypeVar("_M", bound=pydantic.BaseModel)
 
@@ -82,6 +88,8 @@ class Memory:
         self._inner: Embedder = embedder
         self._embedder: Embedder | None = None
         self.documents = Documents(self)
+        self.facts = Facts(self)
+        self.entities = Entities(self)
 
     @classmethod
     async def open(
@@ -359,6 +367,70 @@ class Keywords:
         checked = _lens(lens)
         vector = await self.mem.embed_query(query)
         return _model(KeywordSearch, await call(self.mem.conn, "fn::amem::keywords::search", vector, k, checked))
+
+
+class Facts:
+    """``mem.facts``: the typed-memory write path (fn::amem::facts::*). A request
+    is the stored function's object: ``{triples: [{entity: {type, name,
+    aliases?}, key, value? | target?: {type, name}, retract?, category?,
+    confidence?, valid_from?, valid_until?}], text?, scopes?, observed_at?,
+    valid_from?, valid_until?, session_id?, role?, source?, category?,
+    confidence?, labels?, idempotency_key?}`` (docs/MEMORY-DESIGN.md)."""
+
+    def __init__(self, mem: Memory) -> None:
+        self.mem = mem
+
+    async def prepare(self, request: Mapping[str, Any]) -> FactsPrepared:
+        """Validate a write and return the texts ``write`` embeds (no writes)."""
+        return _model(FactsPrepared, await call(self.mem.conn, "fn::amem::facts::prepare", _request(request)))
+
+    async def write(self, request: Mapping[str, Any], *, embed: bool = True) -> FactWrite:
+        """Store a memory write in one transaction: prepare, embed the prepared
+        texts with ``mem.embedder`` (unless ``embed=False``), then ``facts::write``."""
+        body = _request(request)
+        vectors: dict[str, Any] | None = None
+        if embed:
+            p = await call(self.mem.conn, "fn::amem::facts::prepare", body)
+            parts = {part: [x["text"] for x in p[part]] for part in ("entities", "attributes", "passages")}
+            flat = [t for texts in parts.values() for t in texts]
+            embedded = await asyncio.to_thread(self.mem.embedder.embed_documents, flat) if flat else []
+            vectors, at = {"model": self.mem.embedder.name}, 0  # in prepare's order, one list per part
+            for part, texts in parts.items():
+                vectors[part], at = embedded[at: at + len(texts)], at + len(texts)
+        return _model(FactWrite, await call(self.mem.conn, "fn::amem::facts::write", body, vectors))
+
+    async def declare_key(self, key: str, *, multi_valued: bool = True, scopes: Sequence[str] | None = None) -> FactKey:
+        """Declare ``key`` multi-valued (several current values) or, with False, single-valued."""
+        opts = _clean({"multi_valued": multi_valued, "scopes": _strs("scopes", scopes)})
+        return _model(FactKey, await call(self.mem.conn, "fn::amem::facts::declare_key", key, opts))
+
+
+class Entities:
+    """``mem.entities``: the entity reads (fn::amem::entities::*), lens-gated."""
+
+    def __init__(self, mem: Memory) -> None:
+        self.mem = mem
+
+    async def list(self, *, type: str | None = None, lens: Lens | None = None, limit: int = 50, offset: int = 0) -> EntityPage:
+        """Entities reached through readable facts, by name, paged (limit <= 500)."""
+        opts = _clean({"type": type, "lens": _lens(lens), "limit": limit, "offset": offset})
+        return _model(EntityPage, await call(self.mem.conn, "fn::amem::entities::list", opts))
+
+    async def get(self, type: str, name: str, *, lens: Lens | None = None) -> EntityDetail | None:
+        """One entity with its aliases, current attributes and relations, or None."""
+        row = await call(self.mem.conn, "fn::amem::entities::get", type, name, _clean({"lens": _lens(lens)}))
+        return _model(EntityDetail, row) if row else None
+
+    async def history(self, type: str, name: str, key: str, *, lens: Lens | None = None) -> FactHistory:
+        """Every row of one key of an entity, newest first, with both clocks."""
+        opts = _clean({"lens": _lens(lens)})
+        return _model(FactHistory, await call(self.mem.conn, "fn::amem::entities::history", type, name, key, opts))
+
+
+def _request(value: object) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"a memory write is a dict such as {{'triples': [...], 'text': ...}}, not {type(value).__name__}")
+    return dict(value)
 
 
 # --- argument checks: a str is never a list of its characters --------------------------

@@ -36,6 +36,8 @@ EMBEDDING_FIELDS: tuple[tuple[str, str], ...] = (
     ("document", "summary_embedding"),
     ("keyword", "embedding"),
     ("entity", "embedding"),
+    ("attribute", "embedding"),
+    ("memory_chunk", "embedding"),
 )
 
 # English stop words dropped from BM25 queries (fn::amem::query::terms) and

@@ -29,6 +29,7 @@ __all__ = [
     "DimensionChangeRefused",
     "EmbeddingMismatch",
     "EngineTooOld",
+    "IdempotencyConflict",
     "InvalidInput",
     "MigrationDrift",
     "MigrationError",
@@ -190,6 +191,13 @@ class PermissionDenied(AmemError):
     code = "permission_denied"
 
 
+class IdempotencyConflict(InvalidInput):
+    """A memory write repeated an idempotency key used within 24 h for a
+    different request (the same request would have returned the stored response)."""
+
+    code = "idempotency_conflict"
+
+
 class NotImplementedMode(AmemError):
     code = "not_implemented"
 
@@ -202,6 +210,7 @@ _BY_CODE: dict[str, type[AmemError]] = {
     "embedding_mismatch": EmbeddingMismatch,
     "dimension_change": DimensionChangeRefused,
     "permission_denied": PermissionDenied,
+    "idempotency_conflict": IdempotencyConflict,
     "not_implemented": NotImplementedMode,
     "not_migrated": NotMigrated,
 }

@@ -30,6 +30,17 @@ __all__ = [
     "DocumentPage",
     "DocumentRef",
     "DocumentStatus",
+    "Entity",
+    "EntityDetail",
+    "EntityPage",
+    "FactHistory",
+    "FactKey",
+    "FactOutcome",
+    "FactOutcomeKind",
+    "FactRow",
+    "FactsPrepared",
+    "FactWrite",
+    "PreparedText",
     "GraphEvidence",
     "Hit",
     "IngestResult",
@@ -250,3 +261,111 @@ class QueryResponse(_Camel):
     query_ms: float = 0.0
     warnings: list[str] = []
     trace: dict[str, Any] | None = None
+
+
+# --- typed memory: facts and entities (snake_case keys, as the write request) ----------
+#: what reconciliation did with one triple (fn::amem::facts::apply)
+FactOutcomeKind = Literal["added", "unchanged", "coexists", "superseded", "uncertain", "late", "retracted", "nothing_to_retract"]
+
+
+class PreparedText(_Returned):
+    """One text ``facts.prepare`` asks to embed (``id`` for entities,
+    ``triple`` for attribute renderings, offsets for passages)."""
+
+    text: str
+    id: str | None = None
+    triple: int | None = None
+    position: int | None = None
+    char_start: int | None = None
+    char_end: int | None = None
+
+
+class FactsPrepared(_Returned):
+    entities: list[PreparedText]
+    attributes: list[PreparedText]
+    passages: list[PreparedText]
+
+
+class FactOutcome(_Returned):
+    triple: int
+    outcome: FactOutcomeKind
+    id: str | None = None
+    supersedes: list[str] = []
+    uncertain_with: list[str] = []
+    retracted: list[str] = []
+
+
+class FactWrite(_Returned):
+    """The result of ``facts.write`` (a repeat with the same idempotency key returns it again)."""
+
+    write: str
+    scopes: list[str]
+    observed_at: datetime
+    triples: list[FactOutcome]
+    passages: list[str]
+
+
+class FactRow(_Returned):
+    """An attribute (``value``) or relation (``target``) row with its three clocks."""
+
+    id: str
+    key: str
+    value: Any = None
+    target: str | None = None
+    text: str | None = None
+    category: str
+    confidence: float
+    importance: float
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    observed_at: datetime | None = None
+    recorded_at: datetime | None = None
+    superseded_at: datetime | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    retracted: bool = False
+    current: bool
+    session_id: str | None = None
+    role: str | None = None
+    source: dict[str, Any] | None = None
+    labels: list[str] = []
+    scopes: list[str] = []
+
+
+class Entity(_Returned):
+    id: str
+    type: str
+    name: str
+    name_norm: str | None = None
+    category: str | None = None
+    importance: float | None = None
+    created_at: datetime | None = None
+
+
+class EntityDetail(Entity):
+    """``entities.get``: the entity with its aliases and current facts."""
+
+    aliases: list[str] = []
+    attributes: list[FactRow] = []
+    relations: list[FactRow] = []
+
+
+class EntityPage(_Returned):
+    entities: list[Entity]
+    total: int
+    limit: int
+    offset: int
+
+
+class FactKey(_Returned):
+    key: str
+    multi_valued: bool
+    scopes: list[str]
+
+
+class FactHistory(_Returned):
+    """``entities.history``: every row of one key, newest first."""
+
+    entity: str
+    key: str
+    rows: list[FactRow]

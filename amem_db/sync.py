@@ -24,10 +24,10 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from .client import Documents, Keywords, Memory
+from .client import Documents, Entities, Facts, Keywords, Memory
 from .embedding.base import Embedder
 
-__all__ = ["SyncDocuments", "SyncKeywords", "SyncMemory"]
+__all__ = ["SyncDocuments", "SyncEntities", "SyncFacts", "SyncKeywords", "SyncMemory"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -109,6 +109,22 @@ class SyncDocuments(_Facade):
     recompute_links = _twin(Documents.recompute_links)
 
 
+class SyncFacts(_Facade):
+    """``mem.facts`` of a SyncMemory."""
+
+    prepare = _twin(Facts.prepare)
+    write = _twin(Facts.write)
+    declare_key = _twin(Facts.declare_key)
+
+
+class SyncEntities(_Facade):
+    """``mem.entities`` of a SyncMemory."""
+
+    list = _twin(Entities.list)
+    get = _twin(Entities.get)
+    history = _twin(Entities.history)
+
+
 class SyncMemory(_Facade):
     """The blocking client: ``SyncMemory.open(...)`` takes Memory.open's arguments."""
 
@@ -117,6 +133,8 @@ class SyncMemory(_Facade):
     def __init__(self, mem: Memory, runner: _Runner) -> None:
         super().__init__(mem, runner)
         self.documents = SyncDocuments(mem.documents, runner)
+        self.facts = SyncFacts(mem.facts, runner)
+        self.entities = SyncEntities(mem.entities, runner)
 
     @classmethod
     def open(

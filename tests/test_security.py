@@ -27,7 +27,11 @@ N_DOCS = 24  # per tenant
 WORDS = ("return policy refund window unopened items shipping rates invoice warranty claim battery "
          "replacement courier tracking customs duty exchange voucher loyalty points").split()
 TABLES = ["document", "section", "chunk", "audio_chunk", "keyword", "knowledge_has_keyword", "document_link",
-          "entity", "attribute", "relation", "mentions", "chunk_fts", "audio_chunk_fts"]
+          "entity", "attribute", "relation", "mentions", "chunk_fts", "audio_chunk_fts",
+          # typed memory (migrations/0005)
+          "entity_name", "memory_chunk", "memory_chunk_fts", "attribute_fts", "uncertainty", "fact_key"]
+# rows of a principal, not of a scope (like retrieval_trace): checked apart
+OWN_TABLES = ["memory_write"]
 
 
 def corpus(tenant: str) -> list[Item]:
@@ -93,6 +97,18 @@ async def world(dev_server):
     assert len(w.b_docs) == N_DOCS and len(w.a_docs) == N_DOCS
     (b_gens,) = await w.root.query("SELECT VALUE string::split(record::id(id), '_')[1] FROM chunk WHERE scope_keys CONTAINS 'org/b'")
     w.b_markers = set(w.b_docs) | set(b_gens)
+    # typed memory: the same person in both tenants, with conflicting values, B's alias,
+    # B's edge to a B-only entity and a B passage; B declares a key multi-valued
+    shared = {"type": "person", "name": "Shared Person"}
+    await call(w.A, "fn::amem::facts::write", {"triples": [{"entity": shared, "key": "role", "value": "asecretrole"}],
+                                                "idempotency_key": "same-key"}, None)
+    await call(w.B, "fn::amem::facts::declare_key", "hobby", {"multi_valued": True})
+    b_write = await call(w.B, "fn::amem::facts::write", {
+        "triples": [{"entity": {**shared, "aliases": ["bsecretalias"]}, "key": "role", "value": "bsecretrole", "confidence": 0.3},
+                    {"entity": shared, "key": "employer", "target": {"type": "company", "name": "bsecretco"}},
+                    {"entity": shared, "key": "hobby", "value": "bsecrethobby"}],
+        "text": "bsecretnote about the shared person", "idempotency_key": "same-key"}, None)
+    w.b_markers |= {b_write["write"]}
     w.counts = {"queries": 0, "checks": 0}
     yield w
     for c in w.conns.values():
@@ -237,7 +253,7 @@ async def checksum(conn, tables) -> dict:
 async def test_raw_surrealql_cannot_cross_scopes(world):
     w = world
     A = w.A
-    before = await checksum(w.root, TABLES + ["amem_principal", "amem_setting", "amem_migration"])
+    before = await checksum(w.root, TABLES + OWN_TABLES + ["amem_principal", "amem_setting", "amem_migration"])
     n = 0
     for t in TABLES:
         (rows,) = await A.query(f"SELECT * FROM {t}")
@@ -268,6 +284,17 @@ async def test_raw_surrealql_cannot_cross_scopes(world):
         "UPSERT amem_setting:embedding SET model = 'evil' RETURN AFTER", "DELETE amem_setting RETURN BEFORE",
         "SELECT * FROM amem_setting WHERE id = amem_setting:lock", "DELETE retrieval_trace RETURN BEFORE",
         "CREATE retrieval_trace CONTENT {query: 'x', mode: 'x', options: {}, legs: {}, hits: [], timings: {}, caller: 'amem_principal:tenant-b'} RETURN AFTER",
+        # typed memory: rows are written by the stored functions only, inside the caller's region
+        "UPDATE attribute SET value = 'pwned' WHERE scope_keys CONTAINS 'org/b' RETURN AFTER", "UPDATE attribute SET scopes = ['org/b'] RETURN AFTER",
+        "DELETE attribute WHERE scope_keys CONTAINS 'org/b' RETURN BEFORE", "DELETE relation WHERE scope_keys CONTAINS 'org/b' RETURN BEFORE",
+        "DELETE entity RETURN BEFORE", "DELETE memory_chunk WHERE scope_keys CONTAINS 'org/b' RETURN BEFORE",
+        "UPDATE entity SET name = 'pwned', type = 'other' RETURN AFTER", "UPDATE entity SET scopes = [] RETURN AFTER",
+        "SELECT scopes, scope_keys FROM entity", "SELECT * FROM entity_name", "SELECT * FROM memory_write",
+        "UPDATE memory_chunk_fts SET text = 'pwned' RETURN AFTER", "UPDATE attribute_fts SET text = 'pwned' RETURN AFTER",
+        "CREATE attribute_fts CONTENT {text: 'pwned', entity: entity:x, scopes: ['org/a']} RETURN AFTER",
+        "UPDATE memory_write SET caller = 'amem_principal:`tenant-b`' RETURN AFTER", "UPDATE uncertainty SET resolved_at = time::now() RETURN AFTER",
+        "CREATE fact_key CONTENT {key: 'role', multi_valued: true, scopes: ['org/b']} RETURN AFTER",
+        "UPDATE fact_key SET multi_valued = false RETURN AFTER",
     ]
     for sql in attempts:
         try:
@@ -306,10 +333,53 @@ async def test_raw_surrealql_cannot_cross_scopes(world):
     with pytest.raises(NotFound):  # cannot see it, so cannot delete it
         await call(A, "fn::amem::documents::delete", b_doc)
     n += 2
-    after = await checksum(w.root, TABLES + ["amem_principal", "amem_setting", "amem_migration"])
+    after = await checksum(w.root, TABLES + OWN_TABLES + ["amem_principal", "amem_setting", "amem_migration"])
     changed = [t for t in before if before[t] != after[t]]
     assert changed == [], changed
     print(f"\nraw SurrealQL attempts with a scoped credential: {n}")
+
+
+async def test_facts_write_and_reads_are_scope_gated(world):
+    """A conflicting value in another scope is neither superseded nor revealed;
+    a writer outside its region is refused and nothing is written."""
+    w = world
+    before = await checksum(w.root, TABLES + OWN_TABLES)
+    for req in ({"triples": [{"entity": {"type": "person", "name": "x"}, "key": "k", "value": "v"}], "scopes": ["org/b"]},
+                {"text": "hello", "scopes": ["org/a", "org/ab"]}):
+        for fn, args in (("fn::amem::facts::prepare", (req,)), ("fn::amem::facts::write", (req, None))):
+            with pytest.raises(PermissionDenied):
+                await call(w.A, fn, *args)
+    with pytest.raises(PermissionDenied):  # a reader cannot write at all
+        await call(w.conns["reader-a-team"], "fn::amem::facts::write", {"text": "hello"}, None)
+    with pytest.raises(PermissionDenied):
+        await call(w.A, "fn::amem::facts::declare_key", "role", {"scopes": ["org/b"]})
+    assert await checksum(w.root, TABLES + OWN_TABLES) == before
+    # A's confident write on the key B also holds: reconciles with A's own value only
+    shared = {"type": "person", "name": "Shared Person"}
+    out = await call(w.A, "fn::amem::facts::write", {"triples": [
+        {"entity": shared, "key": "role", "value": "asecretrole2"}, {"entity": shared, "key": "hobby", "value": "a1"},
+        {"entity": shared, "key": "hobby", "value": "a2"}]}, None)
+    assert_no_b(w, out)
+    assert [t["outcome"] for t in out["triples"]] == ["superseded", "added", "superseded"]  # hobby is multi-valued in B only
+    (b_rows,) = await w.root.query("SELECT `value`, superseded_at FROM attribute WHERE scope_keys CONTAINS 'org/b' AND key = 'role'")
+    assert b_rows == [{"value": "bsecretrole", "superseded_at": None}]
+    (unc,) = await w.root.query("SELECT count() FROM uncertainty WHERE scope_keys CONTAINS 'org/a' GROUP ALL")
+    assert unc in ([], [{"count": 0}])
+    got = await call(w.A, "fn::amem::entities::get", "person", "shared person", None)
+    assert_no_b(w, got)
+    assert [a["value"] for a in got["attributes"]] == ["a2", "asecretrole2"] and got["relations"] == [] and got["aliases"] == []
+    for lens in LENSES:
+        assert_no_b(w, await call(w.A, "fn::amem::entities::list", {"limit": 500, **({"lens": lens} if lens else {})}),
+                    allow_scope_names=True)
+        assert_no_b(w, await call(w.A, "fn::amem::entities::history", "person", "shared person", "role", {"lens": lens} if lens else None),
+                    allow_scope_names=lens is not None)
+    assert await call(w.A, "fn::amem::entities::get", "company", "bsecretco", None) is None
+    page = await call(w.A, "fn::amem::entities::list", {"limit": 500})
+    assert [e["name"] for e in page["entities"]] == ["Shared Person"]
+    # B still sees its own view, A's values hidden
+    b_view = await call(w.B, "fn::amem::entities::get", "person", "shared person", None)
+    assert "asecret" not in dump(b_view) and {a["value"] for a in b_view["attributes"]} == {"bsecretrole", "bsecrethobby"}
+    assert b_view["relations"][0]["target"].endswith("bsecretco")
 
 
 async def test_reader_sees_only_its_subtree_and_admin_function(world):

@@ -10,12 +10,12 @@ import threading
 import pytest
 
 from amem_db import InvalidInput, Memory, NotMigrated, SyncMemory
-from amem_db.client import Documents, Keywords
+from amem_db.client import Documents, Entities, Facts, Keywords
 from amem_db.models import Document, IngestResult, KeywordPage, QueryResponse
-from amem_db.sync import SyncDocuments, SyncKeywords
+from amem_db.sync import SyncDocuments, SyncEntities, SyncFacts, SyncKeywords
 
 HASH = "hash:384"
-PAIRS = [(Memory, SyncMemory), (Documents, SyncDocuments), (Keywords, SyncKeywords)]
+PAIRS = [(Memory, SyncMemory), (Documents, SyncDocuments), (Keywords, SyncKeywords), (Facts, SyncFacts), (Entities, SyncEntities)]
 
 
 def _public_coroutines(cls: type) -> dict[str, object]:
