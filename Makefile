@@ -16,13 +16,19 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # The main job on the embedded default (./.amem/data): migrate, ingest the
-# sample corpus (real offline model; a re-run finds it unchanged), query it.
+# sample corpus (real offline model; a re-run finds it unchanged), query it,
+# remember facts (one superseded) and show the entity and the history of its role.
 demo: install
 	$(BIN)/amem-db migrate
 	$(BIN)/amem-db ingest examples/sample-corpus
 	$(BIN)/amem-db query "how long do I have to return an unopened keyboard?" --k 3
 	$(BIN)/amem-db query "MLWK3LL/A" --mode bm25 --k 3 --no-context
 	$(BIN)/amem-db keywords list --min-document-count 2 --limit 5
+	$(BIN)/amem-db remember "Alice Smith joined Acme as VP Engineering." --fact 'person:Alice Smith role=VP Engineering' \
+		--fact 'person:Alice Smith works_at->organisation:Acme' --observed-at 2024-01-10T00:00:00Z
+	$(BIN)/amem-db remember --fact 'person:Alice Smith role=CTO' --observed-at 2025-03-01T00:00:00Z
+	$(BIN)/amem-db entities get person "alice smith"
+	$(BIN)/amem-db entities history person "Alice Smith" role
 
 # ruff over the tree, mypy over amem_db/ (strict on the public client: pyproject)
 lint: install

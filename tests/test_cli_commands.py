@@ -130,3 +130,51 @@ def test_a_failing_command_closes_what_it_opened(db_args):
 
     status = amem(*db_args[:2], "status")
     assert status.returncode == 0, status.stderr
+
+
+# --- typed memory: remember / entities ---------------------------------------------------
+
+def test_parse_fact_attribute_relation_and_bad_syntax():
+    from amem_db.cli.memory import parse_fact
+    from amem_db.errors import InvalidInput
+
+    assert parse_fact("person:Alice Smith role=VP Engineering") == {
+        "entity": {"type": "person", "name": "Alice Smith"}, "key": "role", "value": "VP Engineering"}
+    assert parse_fact("person:Alice works_at->organisation:Acme Corp") == {
+        "entity": {"type": "person", "name": "Alice"}, "key": "works_at", "target": {"type": "organisation", "name": "Acme Corp"}}
+    for bad in ["bogus", "person:Alice", "Alice role=CTO", "person:Alice role->Acme"]:
+        with pytest.raises(InvalidInput, match="expected 'TYPE:NAME KEY=VALUE'"):
+            parse_fact(bad)
+
+
+def test_remember_supersedes_and_entities_show_current_and_history(db_args):
+    first = cli(*db_args, "remember", "Grace Hopper joined Navy Labs as a researcher.",
+                "--fact", "person:Grace Hopper role=researcher", "--fact", "person:Grace Hopper works_at->organisation:Navy Labs",
+                "--observed-at", "2024-01-10T00:00:00Z", "--json")
+    assert first.exit_code == 0, first.output
+    written = json.loads(first.stdout)
+    assert [t["outcome"] for t in written["triples"]] == ["added", "added"] and len(written["passages"]) == 1
+    second = cli(*db_args, "remember", "--fact", "person:Grace Hopper role=rear admiral", "--observed-at", "2025-03-01T00:00:00Z")
+    assert second.exit_code == 0, second.output
+    assert "superseded" in second.stdout and "1 facts, 0 memory passages" in second.stdout
+
+    got = json.loads(cli(*db_args, "entities", "get", "person", "grace hopper", "--json").stdout)
+    current = {row["key"]: row for row in got["attributes"] + got["relations"]}
+    assert current["role"]["value"] == "rear admiral" and current["works_at"]["target"] == "entity:organisation/navy labs"
+    hist = json.loads(cli(*db_args, "entities", "history", "person", "Grace Hopper", "role", "--json").stdout)
+    assert [(r["value"], r["current"]) for r in hist["rows"]] == [("rear admiral", True), ("researcher", False)]
+    assert hist["rows"][1]["valid_until"] == hist["rows"][0]["valid_from"]  # supersession closed the old value's valid time
+    listed = json.loads(cli(*db_args, "entities", "list", "--type", "person", "--json").stdout)
+    assert "Grace Hopper" in [e["name"] for e in listed["entities"]]
+    table = cli(*db_args, "entities", "history", "person", "Grace Hopper", "role")
+    assert table.exit_code == 0 and "rear admiral" in table.stdout
+
+
+def test_remember_errors_are_one_line_and_change_nothing(db_args):
+    before = json.loads(cli(*db_args, "entities", "list", "--json").stdout)["total"]
+    assert "expected 'TYPE:NAME KEY=VALUE'" in one_line_error(cli(*db_args, "remember", "--fact", "bogus"))
+    assert "nothing to remember" in one_line_error(cli(*db_args, "remember"))
+    line = one_line_error(cli(*db_args, "remember", "--fact", "person:Nobody New role=x", "--category", "gossip"))
+    assert line.startswith("error (invalid_input):") and "category" in line
+    assert json.loads(cli(*db_args, "entities", "list", "--json").stdout)["total"] == before
+    assert "no person named" in one_line_error(cli(*db_args, "entities", "get", "person", "Nobody New"))

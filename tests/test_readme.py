@@ -77,6 +77,10 @@ async def test_raw_surrealql_example_runs_as_printed():
         assert any("MLWK3LL/A" in h["chunk"]["text"] for h in query["results"])
         assert by_fn["fn::amem::keywords::list"]["keywords"]
         assert by_fn["fn::amem::documents::prepare"]["chunks"]
+        # what facts::write would embed: the entity name and the attribute rendering
+        prepared = by_fn["fn::amem::facts::prepare"]
+        assert [e["text"] for e in prepared["entities"]] == ["Alice Smith"] and len(prepared["attributes"]) == 1
+        assert by_fn["fn::amem::entities::list"]["total"] == 0  # prepare writes nothing
 
 
 @pytest.mark.parametrize("section", ["Two commands"])

@@ -10,6 +10,7 @@ one place (importing a command module registers nothing):
 | ``documents`` | ``ingest``, ``documents list/get/chunks/delete/reprocess/recompute-links`` |
 | ``keywords`` | ``keywords for-document/list/get/search`` |
 | ``query`` | ``query`` |
+| ``memory`` | ``remember``, ``entities list/get/history`` |
 | ``access`` | ``grant``, ``keys list/revoke`` |
 | ``harness`` | ``eval``, ``bench`` (the ``eval`` / ``bench`` extras) |
 | ``serve`` | ``serve --dev`` |
@@ -29,7 +30,7 @@ from typing import NoReturn
 import typer
 
 from ..errors import AmemError
-from . import access, documents, harness, keywords, migrate, query, serve
+from . import access, documents, harness, keywords, memory, migrate, query, serve
 from .app import CONNECTION, EXIT_ERROR, EXIT_INTERRUPTED, HELP, MEMORY, command, fail, root_callback
 
 __all__ = ["app", "build_app", "main", "run"]
@@ -45,6 +46,7 @@ def build_app() -> typer.Typer:
     root.command("verify")(command(CONNECTION)(migrate.verify))
     root.command("ingest")(command(MEMORY)(documents.ingest))
     root.command("query")(command(MEMORY)(query.query))
+    root.command("remember")(command(MEMORY)(memory.remember))
     root.command("grant")(command(CONNECTION)(access.grant))
     root.command("eval")(command(("url", "embedder"))(harness.eval_command))
     root.command("bench")(command(("embedder",))(harness.bench_command))
@@ -65,6 +67,12 @@ def build_app() -> typer.Typer:
     kw.command("get")(command(MEMORY)(keywords.get_keyword))
     kw.command("search")(command(MEMORY)(keywords.search))
     root.add_typer(kw, name="keywords")
+
+    ents = typer.Typer(help="Typed memory: entities, their current facts, the history of a key.", no_args_is_help=True)
+    ents.command("list")(command(MEMORY)(memory.list_entities))
+    ents.command("get")(command(MEMORY)(memory.get_entity))
+    ents.command("history")(command(MEMORY)(memory.history))
+    root.add_typer(ents, name="entities")
 
     keys = typer.Typer(help="Credentials (record users): list, revoke. Mint one with `amem-db grant`.", no_args_is_help=True)
     keys.command("list")(command(CONNECTION)(access.list_keys))

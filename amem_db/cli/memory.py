@@ -1,0 +1,143 @@
+"""`amem-db remember` and `amem-db entities list|get|history` (typed memory, docs/MEMORY-DESIGN.md).
+
+The fact syntax is parsed here (it is command-line I/O); everything it means
+(identity, types, reconciliation, validation) is decided by
+``fn::amem::facts::write`` in the database.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from ..errors import InvalidInput, NotFound
+from .app import Session, as_json, out, parse_lens, print_json
+
+# TYPE:NAME KEY=VALUE (an attribute) or TYPE:NAME KEY->TYPE:NAME (a relation); NAME may hold spaces
+_FACT = re.compile(r"^\s*(?P<type>[^:\s]+):(?P<name>.+?)\s+(?P<key>[^\s=]+?)\s*(?:=(?P<value>.*)|->\s*(?P<ttype>[^:\s]+):(?P<tname>.+))$")
+FACT_SYNTAX = "'TYPE:NAME KEY=VALUE' (an attribute) or 'TYPE:NAME KEY->TYPE:NAME' (a relation), e.g. 'person:Alice Smith role=CTO'"
+
+
+def parse_fact(text: str) -> dict[str, Any]:
+    """One ``--fact`` as a write triple; the value stays a string (the database types nothing by guessing)."""
+    m = _FACT.match(text)
+    if not m:
+        raise InvalidInput(f"--fact {text!r}: expected {FACT_SYNTAX}")
+    triple: dict[str, Any] = {"entity": {"type": m["type"], "name": m["name"].strip()}, "key": m["key"]}
+    if m["value"] is not None:
+        triple["value"] = m["value"].strip()
+    else:
+        triple["target"] = {"type": m["ttype"], "name": m["tname"].strip()}
+    return triple
+
+
+def _optional(**fields: Any) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if v not in (None, [], "")}
+
+
+async def remember(
+    session: Session,
+    text: str = typer.Argument("", help="free text to keep as memory passages (an utterance, a note); may be empty with --fact"),
+    fact: list[str] = typer.Option([], "--fact", help=f"a typed fact: {FACT_SYNTAX} (repeat)"),
+    scope: list[str] = typer.Option([], "--scope", help="scope path the memory belongs to (repeat)"),
+    category: str | None = typer.Option(None, help="identity | knowledge (default) | context"),
+    confidence: float | None = typer.Option(None, help="0..1 (default 1); a new value supersedes an old one at >= 0.7 and >= the old one's"),
+    observed_at: str | None = typer.Option(None, "--observed-at", help="when the source said it (ISO 8601; default now)"),
+    valid_from: str | None = typer.Option(None, "--valid-from", help="when it starts to hold in the world (ISO 8601; default observed-at)"),
+    valid_until: str | None = typer.Option(None, "--valid-until", help="when it stops holding (ISO 8601; default open)"),
+    session_id: str | None = typer.Option(None, "--session", help="conversation/session id"),
+    role: str | None = typer.Option(None, help="user | assistant | system | tool"),
+    idempotency_key: str | None = typer.Option(None, "--idempotency-key", help="a repeat within 24 h returns the first answer"),
+    json_output: bool = typer.Option(False, "--json"),
+) -> None:
+    """Remember facts and text in one transaction (all or nothing).
+
+    Example: amem-db remember "Alice is our CTO now." --fact 'person:Alice role=CTO' --fact 'person:Alice works_at->organisation:Acme'
+    """
+    if not text.strip() and not fact:
+        raise InvalidInput("nothing to remember: give text, --fact, or both")
+    request = _optional(triples=[parse_fact(f) for f in fact], text=text or None, scopes=list(scope), category=category,
+                        confidence=confidence, observed_at=observed_at, valid_from=valid_from, valid_until=valid_until,
+                        session_id=session_id, role=role, idempotency_key=idempotency_key)
+    mem = await session.memory()
+    result = as_json(await mem.facts.write(request))
+    if json_output:
+        return print_json(result)
+    table = Table("#", "fact", "outcome", "id")
+    for t in result["triples"]:
+        table.add_row(str(t["triple"] + 1), fact[t["triple"]], t["outcome"], t.get("id") or "")
+    if fact:
+        out.print(table)
+    out.print(f"write {result['write']}: {len(result['triples'])} facts, {len(result['passages'])} memory passages")
+
+
+async def list_entities(
+    session: Session,
+    type: str | None = typer.Option(None, "--type", help="only this entity type (person, organisation, project, ...)"),
+    limit: int = typer.Option(50, help="page size (max 500)"),
+    offset: int = typer.Option(0),
+    lens: list[str] = typer.Option([], "--lens", help="scope lens clause (repeat for OR; comma = AND)"),
+    json_output: bool = typer.Option(False, "--json"),
+) -> None:
+    """Entities you can see, by type. Example: amem-db entities list --type person"""
+    mem = await session.memory()
+    page = as_json(await mem.entities.list(type=type, lens=parse_lens(lens), limit=limit, offset=offset))
+    if json_output:
+        return print_json(page)
+    table = Table("type", "name", "id")
+    for e in page["entities"]:
+        table.add_row(e["type"], e["name"], e["id"])
+    out.print(table)
+    out.print(f"{len(page['entities'])} of {page['total']}")
+
+
+def _validity(row: dict[str, Any]) -> str:
+    return f"{row.get('valid_from') or '…'} .. {row.get('valid_until') or 'open'}"
+
+
+async def get_entity(
+    session: Session,
+    type: str = typer.Argument(..., help="entity type, e.g. person"),
+    name: str = typer.Argument(..., help="entity name or alias, any case"),
+    lens: list[str] = typer.Option([], "--lens", help="scope lens clause (repeat for OR; comma = AND)"),
+    json_output: bool = typer.Option(False, "--json"),
+) -> None:
+    """One entity with its current attributes and relations. Example: amem-db entities get person Alice"""
+    mem = await session.memory()
+    detail = await mem.entities.get(type, name, lens=parse_lens(lens))
+    if detail is None:
+        raise NotFound(f"no {type} named {name!r} (in what you can see)")
+    data = as_json(detail)
+    if json_output:
+        return print_json(data)
+    aliases = f"  (also: {', '.join(data['aliases'])})" if data.get("aliases") else ""
+    out.print(f"[bold]{data['name']}[/]  {data['type']}  {data['id']}{aliases}")
+    table = Table("key", "value", "confidence", "valid")
+    for row in data["attributes"] + data["relations"]:
+        table.add_row(row["key"], str(row["value"] if row.get("target") is None else f"-> {row['target']}"),
+                      f"{row['confidence']:.2f}", _validity(row))
+    out.print(table)
+
+
+async def history(
+    session: Session,
+    type: str = typer.Argument(..., help="entity type"),
+    name: str = typer.Argument(..., help="entity name or alias"),
+    fact_key: str = typer.Argument(..., metavar="KEY", help="attribute or relation key, e.g. role"),
+    lens: list[str] = typer.Option([], "--lens", help="scope lens clause (repeat for OR; comma = AND)"),
+    json_output: bool = typer.Option(False, "--json"),
+) -> None:
+    """Every value one key has had, newest first, with both clocks. Example: amem-db entities history person Alice role"""
+    mem = await session.memory()
+    data = as_json(await mem.entities.history(type, name, fact_key, lens=parse_lens(lens)))
+    if json_output:
+        return print_json(data)
+    table = Table("value", "current", "valid (world)", "recorded", "superseded")
+    for row in data["rows"]:
+        value = str(row["value"] if row.get("target") is None else f"-> {row['target']}")
+        table.add_row(value, "yes" if row["current"] else "", _validity(row), str(row.get("recorded_at") or ""),
+                      str(row.get("superseded_at") or ""))
+    out.print(table)
