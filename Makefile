@@ -25,8 +25,8 @@ demo: install
 	$(BIN)/amem-db query "MLWK3LL/A" --mode bm25 --k 3 --no-context
 	$(BIN)/amem-db keywords list --min-document-count 2 --limit 5
 	$(BIN)/amem-db remember "Alice Smith joined Acme as VP Engineering." --fact 'person:Alice Smith role=VP Engineering' \
-		--fact 'person:Alice Smith works_at->organisation:Acme' --observed-at 2024-01-10T00:00:00Z
-	$(BIN)/amem-db remember --fact 'person:Alice Smith role=CTO' --observed-at 2025-03-01T00:00:00Z
+		--fact 'person:Alice Smith works_at->organisation:Acme' --observed-at 2024-01-10T00:00:00Z --idempotency-key demo-1
+	$(BIN)/amem-db remember --fact 'person:Alice Smith role=CTO' --observed-at 2025-03-01T00:00:00Z --idempotency-key demo-2
 	$(BIN)/amem-db entities get person "alice smith"
 	$(BIN)/amem-db entities history person "Alice Smith" role
 
