@@ -138,6 +138,23 @@ async def test_late_arriving_fact_enters_history_without_superseding(mem):
     assert rows["Oslo"].id == now.triples[0].id and rows["Oslo"].superseded_by is None
 
 
+async def test_a_repeated_statement_adds_no_second_history_row(mem):
+    # a retry without an idempotency key: the superseded value, restated as it was, is known already
+    who = name()
+    old = await write(mem, attr(who, "role", "VP"), valid_from=at(10))
+    await write(mem, attr(who, "role", "CTO"), valid_from=at(300))
+    again = await write(mem, attr(who, "role", "VP"), valid_from=at(10))
+    assert again.triples[0].outcome == "unchanged" and again.triples[0].id == old.triples[0].id
+    late = await write(mem, attr(who, "role", "intern"), valid_from=at(5))
+    assert late.triples[0].outcome == "late"
+    assert (await write(mem, attr(who, "role", "intern"), valid_from=at(5))).triples[0].outcome == "unchanged"
+    rows = (await mem.entities.history("person", who, "role")).rows
+    assert sorted(r.value for r in rows) == ["CTO", "VP", "intern"]
+    # the same value from another time is a new statement (it held again later)
+    back = await write(mem, attr(who, "role", "VP"), valid_from=at(600))
+    assert back.triples[0].outcome == "superseded"
+
+
 async def test_retraction_closes_valid_time(mem):
     who = name()
     await write(mem, attr(who, "title", "Dr"), rel(who, "works_at", "Initech"))
