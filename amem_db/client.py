@@ -224,7 +224,11 @@ class Documents:
             raise TypeError(f"ingest_text takes a str, not {type(text).__name__}; for a file use ingest_file(path)")
         if not isinstance(mime_type, str):
             raise TypeError(f"mime_type is a str, not {type(mime_type).__name__}")
-        parsed: list[ParsedDocument] = parse(text.encode(), name=source, mime_type=mime_type)
+        try:
+            data = text.encode()
+        except UnicodeEncodeError as exc:
+            raise InvalidInput(f"text holds a lone surrogate {exc.object[exc.start:exc.end]!r} at position {exc.start}: not valid Unicode text") from None
+        parsed: list[ParsedDocument] = parse(data, name=source, mime_type=mime_type)
         if len(parsed) != 1:
             raise InvalidInput(f"{len(parsed)} documents in one text (a JSONL corpus?): use documents.ingest_paths")
         doc = doc_object(parsed[0], source=source, title=title, scopes=_strs("scopes", scopes))

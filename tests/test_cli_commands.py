@@ -178,3 +178,16 @@ def test_remember_errors_are_one_line_and_change_nothing(db_args):
     assert line.startswith("error (invalid_input):") and "category" in line
     assert json.loads(cli(*db_args, "entities", "list", "--json").stdout)["total"] == before
     assert "no person named" in one_line_error(cli(*db_args, "entities", "get", "person", "Nobody New"))
+
+
+def test_hostile_jsonl_files_fail_one_line_each_and_the_run_goes_on(db_args, tmp_path):
+    (tmp_path / "deep.jsonl").write_text('{"_id": "d", "text": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    (tmp_path / "surrogate.jsonl").write_text('{"_id": "s", "text": "bad \\ud800 here"}\n')
+    (tmp_path / "fine.md").write_text("# Fine\n\nA file that ingests after two broken ones.\n")
+    done = cli(*db_args, "ingest", str(tmp_path))
+    assert done.exit_code == 0, done.output  # some files failed, not all
+    figures = summary_row(done.stdout)
+    assert (figures["added"], figures["failed"]) == ("1", "2")
+    failed = [line for line in done.stderr.splitlines() if line.startswith("failed ")]  # one line per file, on stderr
+    assert len(failed) == 2 and any("deep.jsonl" in f and "nests" in f for f in failed)
+    assert any("surrogate.jsonl" in f and "surrogate" in f for f in failed)

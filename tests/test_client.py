@@ -412,3 +412,13 @@ def test_models_are_pydantic_with_aliases():
 if os.environ.get("AMEM_TEST_URL"):  # the key test opens an embedded database of its own
     test_open_with_a_key_signs_in_as_that_credential = pytest.mark.skip("embedded only")(
         test_open_with_a_key_signs_in_as_that_credential)
+
+
+async def test_a_lone_surrogate_is_invalid_input_and_stores_nothing(mem):
+    before = (await mem.documents.list()).total
+    with pytest.raises(InvalidInput, match="lone surrogate"):
+        await mem.documents.ingest_text("bad \ud800 text")
+    with pytest.raises(InvalidInput, match="lone surrogate"):
+        await mem.facts.write({"triples": [{"entity": {"type": "person", "name": "A\ud800"}, "key": "k", "value": "v"}]})
+    assert (await mem.documents.list()).total == before
+    assert (await mem.entities.list()).total == 0

@@ -503,6 +503,10 @@ def test_jsonl_variants():
         (b'{"text": "ok"}\n[1, 2]\n', ["line 2 is a JSON list, not an object"]),
         (b'{"text": "ok"}\n{"title": "t"}\n', ['line 2 has no "text" string field']),
         (b'{"_id": "1", "text": "a"}\n{"_id": "1", "text": "b"}\n', ["lines 1 and 2", "_id"]),
+        # hostile inputs that used to escape the error tree (RecursionError, UnicodeEncodeError later on)
+        (b'{"_id": "1", "text": "ok"}\n{"_id": "2", "text": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n", ["line 2", "nests"]),
+        (b'{"_id": "1", "text": "bad \\ud800 here"}\n', ["line 1", "lone UTF-16 surrogate", '"text"']),
+        (b'{"_id": "1", "title": "\\udc00", "text": "fine"}\n', ["line 1", '"title"']),
     ],
 )
 def test_jsonl_bad_lines(data, needles):

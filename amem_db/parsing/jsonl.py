@@ -21,6 +21,12 @@ def _parse_jsonl(data: bytes, label: str | None) -> list[ParsedDocument]:
             continue
         try:
             obj = json.loads(line)
+        except RecursionError as exc:  # Python's decoder recurses per nesting level
+            raise CorruptFileError(
+                f"line {lineno} nests arrays or objects deeper than the JSON decoder allows",
+                source=label,
+                hint=f"flatten or remove line {lineno} ({shape}) and ingest the file again",
+            ) from exc
         except ValueError as exc:
             detail = f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else str(exc)
             raise CorruptFileError(
@@ -41,6 +47,13 @@ def _parse_jsonl(data: bytes, label: str | None) -> list[ParsedDocument]:
                 source=label,
                 hint=f'add the document text as "text" on line {lineno} ({shape}) and ingest it again',
             )
+        bad = next((k for k in ("text", "title") if isinstance(obj.get(k), str) and not _encodable(obj[k])), None)
+        if bad:
+            raise CorruptFileError(
+                f'line {lineno} has a lone UTF-16 surrogate escape (such as \\ud800) in "{bad}": it is not text',
+                source=label,
+                hint=f"fix the escape on line {lineno} (a surrogate pair, or the character itself) and ingest the file again",
+            )
         raw_id = obj.get("_id", obj.get("id"))
         source_id = None if raw_id is None else str(raw_id)
         if source_id is not None:
@@ -59,6 +72,15 @@ def _parse_jsonl(data: bytes, label: str | None) -> list[ParsedDocument]:
             )
         )
     return docs
+
+
+def _encodable(text: str) -> bool:
+    """False for a string holding a lone surrogate (JSON allows the escape; UTF-8 cannot carry it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def looks_like_jsonl(head: str) -> bool:
