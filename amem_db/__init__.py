@@ -9,67 +9,24 @@ on purpose is an ``AmemError`` (the tree in ``amem_db.errors``).
 
 __version__ = "0.1.0"
 
+from . import errors
 from .client import Memory
-from .errors import (
-    AmemError,
-    AuthenticationFailed,
-    ConnectionFailed,
-    DatabaseInUse,
-    DimensionChangeRefused,
-    EmbeddingMismatch,
-    EngineTooOld,
-    IdempotencyConflict,
-    InvalidInput,
-    MigrationDrift,
-    MigrationError,
-    MigrationLocked,
-    MigrationMissing,
-    MigrationOutOfOrder,
-    NotFound,
-    NotImplementedMode,
-    NotMigrated,
-    PermissionDenied,
-    ServerError,
-    TransportError,
-    UnknownEmbedder,
-    UnknownUrlScheme,
-)
+from .errors import *  # noqa: F403  (the typed error tree is public API; its names are errors.__all__)
 from .models import Chunk, ContextHit, Document, DocumentRef, Hit, IngestResult, QueryResponse
 from .parsing import ParseError
 from .sync import SyncMemory
 
 __all__ = [
-    "AmemError",
-    "AuthenticationFailed",
+    *errors.__all__,
     "Chunk",
-    "ConnectionFailed",
     "ContextHit",
-    "DatabaseInUse",
-    "DimensionChangeRefused",
     "Document",
     "DocumentRef",
-    "EmbeddingMismatch",
-    "EngineTooOld",
     "Hit",
-    "IdempotencyConflict",
     "IngestResult",
-    "InvalidInput",
     "Memory",
-    "MigrationDrift",
-    "MigrationError",
-    "MigrationLocked",
-    "MigrationMissing",
-    "MigrationOutOfOrder",
-    "NotFound",
-    "NotImplementedMode",
-    "NotMigrated",
     "ParseError",
-    "PermissionDenied",
     "QueryResponse",
-    "ServerError",
     "SyncMemory",
-    "TransportError",
-    "UnknownEmbedder",
-    "UnknownUrlScheme",
     "__version__",
 ]
