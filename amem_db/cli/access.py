@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from .. import access
-from .app import Session, err, out, print_json
+from .app import Session, err, json_option, out, print_json
 
 
 async def grant(
@@ -19,7 +19,7 @@ async def grant(
     read: list[str] = typer.Option([], "--read", help="scope path it may read, e.g. org/acme (repeatable)"),
     write: list[str] = typer.Option([], "--write", help="scope path it may write (and read) (repeatable)"),
     admin: bool = typer.Option(False, "--admin", help="may call admin functions (documents::recompute_links)"),
-    json_output: bool = typer.Option(False, "--json", help="print {principal, key} as JSON"),
+    json_output: bool = json_option("print {principal, key} as JSON"),
 ) -> None:
     """Mint a credential and print its key (NAME:SECRET) once; only an argon2 hash is stored.
 
@@ -34,7 +34,7 @@ async def grant(
     print(key)
 
 
-async def list_keys(session: Session, json_output: bool = typer.Option(False, "--json")) -> None:
+async def list_keys(session: Session, json_output: bool = json_option()) -> None:
     """List credentials (never their secrets). Example: amem-db keys list"""
     rows = await access.list_keys(await session.connection())
     if json_output:

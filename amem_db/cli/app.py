@@ -244,6 +244,16 @@ def print_json(value: Any) -> None:
     print(json.dumps(as_json(value), indent=2, ensure_ascii=False, default=str))
 
 
+def lens_option() -> Any:
+    """The ``--lens`` option of every read (its value goes through ``parse_lens``)."""
+    return typer.Option([], "--lens", help="scope lens clause: comma joins paths (AND), repeat for OR; narrows only")
+
+
+def json_option(help: str = "print the result as JSON (the stored function's shape)") -> Any:
+    """The ``--json`` switch of every command that prints a result."""
+    return typer.Option(False, "--json", help=help)
+
+
 def parse_lens(values: list[str]) -> list[list[str]] | None:
     """--lens org/a,clearance/secret --lens org/b  ->  [["org/a", "clearance/secret"], ["org/b"]]"""
     if not values:

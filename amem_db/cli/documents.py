@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ..errors import NotFound
-from .app import EXIT_ERROR, Session, as_json, err, out, parse_lens, print_json
+from .app import EXIT_ERROR, Session, as_json, err, json_option, lens_option, out, parse_lens, print_json
 
 
 async def ingest(
@@ -25,7 +25,7 @@ async def ingest(
     scope: list[str] = typer.Option([], "--scope", help="scope path of the documents, e.g. org/acme/support (repeatable)"),
     mime_type: str | None = typer.Option(None, help="skip detection, e.g. text/markdown"),
     batch_size: int = typer.Option(16, help="documents per round trip and embedding batch"),
-    json_output: bool = typer.Option(False, "--json", help="print the report as JSON"),
+    json_output: bool = json_option("print the report as JSON"),
 ) -> None:
     """Ingest files and folders: parse, chunk, extract keywords, embed, store (one transaction per document).
 
@@ -80,10 +80,10 @@ async def list_documents(
     session: Session,
     status: str | None = typer.Option(None, help="processing | ready | failed"),
     mime_type: list[str] = typer.Option([], "--mime-type", help="e.g. application/pdf (repeatable)"),
-    lens: list[str] = typer.Option([], "--lens", help="scope lens clause; comma joins paths (AND), repeat for OR"),
+    lens: list[str] = lens_option(),
     limit: int = typer.Option(20, help="page size (max 200)"),
     offset: int = typer.Option(0, help="skip this many"),
-    json_output: bool = typer.Option(False, "--json"),
+    json_output: bool = json_option(),
 ) -> None:
     """List documents, newest first. Example: amem-db documents list --mime-type text/markdown"""
     mem = await session.memory()
@@ -99,7 +99,7 @@ async def list_documents(
 
 
 async def get_document(session: Session, id: str = typer.Argument(..., help="document id"),
-                       json_output: bool = typer.Option(False, "--json")) -> None:
+                       json_output: bool = json_option()) -> None:
     """Show one document and its keywords; exits 1 if there is none. Example: amem-db documents get document:01HX..."""
     mem = await session.memory()
     found = await mem.documents.get(id)
@@ -115,7 +115,7 @@ async def get_document(session: Session, id: str = typer.Argument(..., help="doc
 
 async def chunks(session: Session, id: str = typer.Argument(..., help="document id"),
                  limit: int = typer.Option(50, help="page size (max 500)"), offset: int = typer.Option(0),
-                 json_output: bool = typer.Option(False, "--json")) -> None:
+                 json_output: bool = json_option()) -> None:
     """A document's chunks in order. Example: amem-db documents chunks document:01HX... --limit 5"""
     mem = await session.memory()
     page = as_json(await mem.documents.chunks(id, limit=limit, offset=offset))

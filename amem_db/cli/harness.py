@@ -18,7 +18,7 @@ from rich.table import Table
 
 from ..constants import MAX_K
 from ..errors import AmemError
-from .app import EXIT_ERROR, Session, err, out
+from .app import EXIT_ERROR, Session, err, json_option, out
 
 _COLUMNS = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
             TimeElapsedColumn())
@@ -69,7 +69,7 @@ async def eval_command(
                               "prepend: title + blank line + text is what gets chunked, embedded and indexed"),
     db_dir: Path = typer.Option(Path("results/.db"), help="where the cached per-dataset databases live"),
     fresh: bool = typer.Option(False, "--fresh", help="re-ingest even if a cached database exists"),
-    json_output: bool = typer.Option(False, "--json", help="print the report(s) as JSON"),
+    json_output: bool = json_option("print the report(s) as JSON"),
 ) -> None:
     """Score retrieval (nDCG@10, Recall@10, Recall@k, MRR@10 via ranx) per mode and per query type.
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from .app import Session, as_json, out, parse_lens, print_json
+from .app import Session, as_json, json_option, lens_option, out, parse_lens, print_json
 
 
 async def for_document(session: Session, id: str = typer.Argument(..., help="document id"),
-                       json_output: bool = typer.Option(False, "--json")) -> None:
+                       json_output: bool = json_option()) -> None:
     """Keyphrases of one document with their RAKE scores. Example: amem-db keywords for-document document:01HX..."""
     mem = await session.memory()
     result = as_json(await mem.documents.keywords.for_document(id))
@@ -27,8 +27,8 @@ async def list_keywords(
     sort: str = typer.Option("-document_count", help="-document_count | document_count | text | -text"),
     limit: int = typer.Option(50, help="page size (max 500)"),
     offset: int = typer.Option(0),
-    lens: list[str] = typer.Option([], "--lens", help="scope lens clause (repeat for OR; comma = AND)"),
-    json_output: bool = typer.Option(False, "--json"),
+    lens: list[str] = lens_option(),
+    json_output: bool = json_option(),
 ) -> None:
     """Keywords across the corpus. Example: amem-db keywords list --min-document-count 3 --sort=-document_count"""
     mem = await session.memory()
@@ -44,7 +44,7 @@ async def list_keywords(
 
 
 async def get_keyword(session: Session, text: str = typer.Argument(..., help='keyword, any case: "RETURN POLICY"'),
-                      json_output: bool = typer.Option(False, "--json")) -> None:
+                      json_output: bool = json_option()) -> None:
     """A keyword by its normalised form, with its documents. Example: amem-db keywords get "RETURN POLICY\""""
     mem = await session.memory()
     detail = as_json(await mem.documents.keywords.get(text))
@@ -58,7 +58,7 @@ async def get_keyword(session: Session, text: str = typer.Argument(..., help='ke
 
 
 async def search(session: Session, query: str = typer.Argument(..., help="text to match by meaning"),
-                 k: int = typer.Option(10, help="how many (max 50)"), json_output: bool = typer.Option(False, "--json")) -> None:
+                 k: int = typer.Option(10, help="how many (max 50)"), json_output: bool = json_option()) -> None:
     """Keywords nearest in meaning to a query (keyword embeddings). Example: amem-db keywords search "refund policies\""""
     mem = await session.memory()
     found = as_json(await mem.documents.keywords.search(query, k))

@@ -14,7 +14,7 @@ import typer
 from rich.table import Table
 
 from ..errors import InvalidInput, NotFound
-from .app import Session, as_json, out, parse_lens, print_json
+from .app import Session, as_json, json_option, lens_option, out, parse_lens, print_json
 
 # TYPE:NAME KEY=VALUE (an attribute) or TYPE:NAME KEY->TYPE:NAME (a relation); NAME may hold spaces
 _FACT = re.compile(r"^\s*(?P<type>[^:\s]+):(?P<name>.+?)\s+(?P<key>[^\s=]+?)\s*(?:=(?P<value>.*)|->\s*(?P<ttype>[^:\s]+):(?P<tname>.+))$")
@@ -51,7 +51,7 @@ async def remember(
     session_id: str | None = typer.Option(None, "--session", help="conversation/session id"),
     role: str | None = typer.Option(None, help="user | assistant | system | tool"),
     idempotency_key: str | None = typer.Option(None, "--idempotency-key", help="a repeat within 24 h returns the first answer"),
-    json_output: bool = typer.Option(False, "--json"),
+    json_output: bool = json_option(),
 ) -> None:
     """Remember facts and text in one transaction (all or nothing).
 
@@ -79,8 +79,8 @@ async def list_entities(
     type: str | None = typer.Option(None, "--type", help="only this entity type (person, organisation, project, ...)"),
     limit: int = typer.Option(50, help="page size (max 500)"),
     offset: int = typer.Option(0),
-    lens: list[str] = typer.Option([], "--lens", help="scope lens clause (repeat for OR; comma = AND)"),
-    json_output: bool = typer.Option(False, "--json"),
+    lens: list[str] = lens_option(),
+    json_output: bool = json_option(),
 ) -> None:
     """Entities you can see, by type. Example: amem-db entities list --type person"""
     mem = await session.memory()
@@ -102,8 +102,8 @@ async def get_entity(
     session: Session,
     type: str = typer.Argument(..., help="entity type, e.g. person"),
     name: str = typer.Argument(..., help="entity name or alias, any case"),
-    lens: list[str] = typer.Option([], "--lens", help="scope lens clause (repeat for OR; comma = AND)"),
-    json_output: bool = typer.Option(False, "--json"),
+    lens: list[str] = lens_option(),
+    json_output: bool = json_option(),
 ) -> None:
     """One entity with its current attributes and relations. Example: amem-db entities get person Alice"""
     mem = await session.memory()
@@ -127,8 +127,8 @@ async def history(
     type: str = typer.Argument(..., help="entity type"),
     name: str = typer.Argument(..., help="entity name or alias"),
     fact_key: str = typer.Argument(..., metavar="KEY", help="attribute or relation key, e.g. role"),
-    lens: list[str] = typer.Option([], "--lens", help="scope lens clause (repeat for OR; comma = AND)"),
-    json_output: bool = typer.Option(False, "--json"),
+    lens: list[str] = lens_option(),
+    json_output: bool = json_option(),
 ) -> None:
     """Every value one key has had, newest first, with both clocks. Example: amem-db entities history person Alice role"""
     mem = await session.memory()

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from .. import __version__
 from ..migrator import Migrator
-from .app import EXIT_ERROR, Session, err, out
+from .app import EXIT_ERROR, Session, err, json_option, out
 
 
 async def migrate(
@@ -52,7 +52,7 @@ async def migrate(
         out.print("dry run: the plan was checked inside a cancelled transaction; nothing changed")
 
 
-async def status(session: Session, as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
+async def status(session: Session, as_json: bool = json_option("machine-readable output")) -> None:
     """Show the engine version, settings, applied / pending / drifted scripts and the schema.
 
     Exits 1 on drift, a missing or an out-of-order migration. Example: amem-db status
@@ -60,7 +60,7 @@ async def status(session: Session, as_json: bool = typer.Option(False, "--json",
     await _status(session, as_json)
 
 
-async def verify(session: Session, as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
+async def verify(session: Session, as_json: bool = json_option("machine-readable output")) -> None:
     """Alias of status: exits 1 on drift, missing or out-of-order migrations.
 
     Example: amem-db verify

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..constants import MAX_K
-from .app import Session, as_json, out, parse_lens, print_json
+from .app import Session, as_json, json_option, lens_option, out, parse_lens, print_json
 
 
 def snippet(text: str, query: str, width: int = 220) -> str:
@@ -36,13 +36,13 @@ async def query(
     rrf_k: float | None = typer.Option(None, "--rrf-k", help="RRF smoothing constant (default 60, > 0)"),
     mime_type: list[str] = typer.Option([], "--mime-type", help="only these MIME types (repeatable)"),
     document_id: list[str] = typer.Option([], "--document-id", help="only these documents (repeatable)"),
-    lens: list[str] = typer.Option([], "--lens", help="scope lens: comma joins paths (AND), repeat for OR"),
+    lens: list[str] = lens_option(),
     no_context: bool = typer.Option(False, "--no-context", help="no same-section contextHits"),
     graph_edges: str | None = typer.Option(None, "--graph-edges", help="hybrid_graph signals, comma-separated"),
     graph_alpha: float | None = typer.Option(None, "--graph-alpha", help="hybrid_graph: weight of the graph score (default 0.3)"),
     graph_depth: int | None = typer.Option(None, "--graph-depth", help="hybrid_graph: hops (default 1)"),
     expand_graph: bool = typer.Option(False, "--expand-graph", help="hybrid_graph: include matched keywords/entities"),
-    json_output: bool = typer.Option(False, "--json", help="the full response (results, contextHits, trace) as JSON"),
+    json_output: bool = json_option("the full response (results, contextHits, trace) as JSON"),
 ) -> None:
     """Search passages: hybrid (BM25 + vector, RRF) by default, one database round trip.
 
