@@ -54,7 +54,6 @@ from .models import (
     QueryResponse,
 )
 from .parsing import ParsedDocument, parse
-from .settings import SchemaSettings
 
 __all__ = ["Documents", "Entities", "Facts", "Keywords", "Lens", "Memory", "QueryFilter"]
 
@@ -127,7 +126,7 @@ class Memory:
         ``analyzer_language``); ones not given keep their recorded values.
         ``dry_run`` checks the plan inside a cancelled transaction."""
         try:
-            SchemaSettings().merged(settings)  # InvalidInput for an unknown or out-of-range setting, before any write
+            # an unknown or out-of-range setting is InvalidInput from the plan, before any write
             return await Migrator(self.conn).migrate(settings, dry_run=dry_run)
         except AmemError:
             raise
@@ -227,7 +226,7 @@ class Documents:
         try:
             data = text.encode()
         except UnicodeEncodeError as exc:
-            raise InvalidInput(f"text holds a lone surrogate {exc.object[exc.start:exc.end]!r} at position {exc.start}: not valid Unicode text") from None
+            raise InvalidInput.from_unicode(exc, what="text") from None
         parsed: list[ParsedDocument] = parse(data, name=source, mime_type=mime_type)
         if len(parsed) != 1:
             raise InvalidInput(f"{len(parsed)} documents in one text (a JSONL corpus?): use documents.ingest_paths")

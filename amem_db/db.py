@@ -39,10 +39,8 @@ def call_sql(fn: str, n_args: int) -> str:
 def _mapped(exc: BaseException) -> BaseException:
     # a failed SDK call raises its own SurrealError tree, or the socket /
     # timeout errors of the transport it wraps; anything else is a bug: as is
-    if isinstance(exc, UnicodeEncodeError):
-        # a str holding a lone UTF-16 surrogate ("\ud800") cannot be sent as UTF-8: bad input, not a bug
-        return InvalidInput(f"a text argument holds a lone surrogate {exc.object[exc.start:exc.end]!r} "
-                            f"at position {exc.start}: not valid Unicode text")
+    if isinstance(exc, UnicodeEncodeError):  # the SDK could not encode a parameter: bad input, not a bug
+        return InvalidInput.from_unicode(exc)
     typed = from_engine_error(exc)
     if typed is exc and isinstance(exc, OSError):
         return TransportError(f"the request to the database did not complete: {exc}")

@@ -171,6 +171,11 @@ class InvalidInput(AmemError):
         prefix = f"{what}: " if what else ""
         return cls(prefix + "; ".join(parts))
 
+    @classmethod
+    def from_unicode(cls, exc: UnicodeEncodeError, *, what: str = "a text argument") -> InvalidInput:
+        """A str holding a lone UTF-16 surrogate ("\\ud800") cannot travel as UTF-8: bad input, said in one line."""
+        return cls(f"{what} holds a lone surrogate {exc.object[exc.start:exc.end]!r} at position {exc.start}: not valid Unicode text")
+
 
 class UnknownEmbedder(InvalidInput, ValueError):
     """An embedder spec that names no embedder (the message lists the valid
