@@ -59,7 +59,7 @@ async def remember(
     """
     if not text.strip() and not fact:
         raise InvalidInput("nothing to remember: give text, --fact, or both")
-    request = _optional(triples=[parse_fact(f) for f in fact], text=text or None, scopes=list(scope), category=category,
+    request = _optional(triples=[parse_fact(f) for f in fact], text=text, scopes=list(scope), category=category,
                         confidence=confidence, observed_at=observed_at, valid_from=valid_from, valid_until=valid_until,
                         session_id=session_id, role=role, idempotency_key=idempotency_key)
     mem = await session.memory()
