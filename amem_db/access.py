@@ -39,14 +39,6 @@ RETURN (SELECT id, name, read, write, admin, revoked, created_at FROM ONLY $id);
 """
 
 
-def split_key(key: str) -> tuple[str, str]:
-    """``NAME:SECRET`` -> (name, secret)."""
-    name, sep, secret = key.partition(":")
-    if not sep or not name or not secret:
-        raise InvalidInput("a key is NAME:SECRET, as printed by `amem-db grant`")
-    return name, secret
-
-
 def _check(name: str, read: Sequence[str], write: Sequence[str]) -> None:
     import re
 
