@@ -114,7 +114,7 @@ async def recall(
     """
     mem = await session.memory()
     response = as_json(await mem.recall(
-        text, mode=mode, k=k, include=include or None, labels=label or None,  # type: ignore[arg-type]
+        text, mode=mode, k=k, include=include or None, labels=label or None,
         lens=parse_lens(lens), graph_depth=graph_depth, expand_context=False if no_context else None))
     if json_output:
         return print_json(response)
