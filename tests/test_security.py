@@ -279,6 +279,11 @@ async def test_raw_surrealql_cannot_cross_scopes(world):
         f"RELATE {b_doc}->document_link->{b_doc} SET href = 'x', scopes = ['org/a'] RETURN AFTER",
         f"RELATE document:{w.a_docs[0]}->document_link->{b_doc} SET href = 'x', scopes = ['org/a'] RETURN AFTER",
         "SELECT * FROM keyword WHERE scopes CONTAINS 'org/b'", "SELECT scopes, scope_keys FROM keyword",
+        # issue 15 findings 1-2: shared keyword nodes can be neither rescoped, blanked, deleted nor planted
+        "UPDATE keyword SET scopes = ['org/a'] RETURN VALUE text", "UPDATE keyword SET embedding = NONE, text = 'pwned' RETURN AFTER",
+        "UPSERT keyword SET scopes = ['org/a', 'org/b'] RETURN AFTER", "DELETE keyword RETURN BEFORE",
+        "CREATE keyword:⟨pwned phrase⟩ SET text = 'pwned', normalised = 'pwned phrase', scopes = ['org/b'] RETURN AFTER",
+        f"RELATE document:{w.a_docs[0]}->knowledge_has_keyword->keyword:⟨pwned phrase⟩ SET score = 99, scopes = ['org/b'] RETURN AFTER",
         "SELECT * FROM amem_migration", "SELECT * FROM amem_lock", "SELECT key_hash FROM amem_principal",
         "SELECT * FROM amem_principal", "UPDATE amem_principal SET admin = true, write = ['org'] RETURN AFTER",
         "CREATE amem_principal:evil SET name = 'evil', key_hash = 'x', read = ['org'] RETURN AFTER",
