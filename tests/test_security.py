@@ -508,3 +508,16 @@ async def test_recall_reinforces_for_a_read_only_principal_never_across_scopes(w
                        "timings: {}, caller: <string> $auth.id}", {"h": forged})
     (after,) = await w.root.query("SELECT id, importance FROM attribute WHERE scope_keys CONTAINS 'org/b' ORDER BY id")
     assert after == b_attrs
+
+
+async def test_record_users_cannot_define_tables(world):
+    """Issue 15 finding 3: migrate puts the database in STRICT mode, so a record
+    user's write into an unknown table is refused instead of defining it (a name
+    squatted that way would also make a later migration fail)."""
+    w = world
+    for sql in ["CREATE squat_a:1 SET a = 1", "INSERT INTO squat_b { a: 1 }", "UPSERT squat_c:1 SET a = 1",
+                f"RELATE document:{w.a_docs[0]}->squat_d->document:{w.a_docs[1]}"]:
+        with pytest.raises(Exception, match="does not exist"):
+            await w.A.query(sql)
+    (info,) = await w.root.query("INFO FOR DB")
+    assert not [t for t in info["tables"] if t.startswith("squat")]
