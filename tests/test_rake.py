@@ -205,11 +205,11 @@ async def test_boundaries_accepted(db, top_n, min_score):
 
 # --- speed ------------------------------------------------------------------------
 
-async def test_speed_5k_and_50k(db):
+async def test_speed_5k_and_20k(db):
     docs = load_docs("scifact", 400)
     corpus = " ".join(doc_text(d) for d in docs)
     timings = {}
-    for size in (5_000, 50_000):
+    for size in (5_000, 20_000):
         text = corpus[:size]
         best = math.inf
         for _ in range(3):
@@ -218,10 +218,10 @@ async def test_speed_5k_and_50k(db):
             best = min(best, time.perf_counter() - start)
         assert len(rows) == 5
         timings[size] = best
-    print(f"\nRAKE best of 3: 5 KB {timings[5_000] * 1000:.0f} ms, 50 KB {timings[50_000] * 1000:.0f} ms")
+    print(f"\nRAKE best of 3: 5 KB {timings[5_000] * 1000:.0f} ms, 20 KB {timings[20_000] * 1000:.0f} ms")
     # generous bounds (shared 2-core CI); measured ~30 ms and ~150 ms (docs/RAKE.md)
     assert timings[5_000] < 1.0
-    assert timings[50_000] < 5.0
+    assert timings[20_000] < 5.0
 
 
 # --- peer cross-check -------------------------------------------------------------
@@ -344,3 +344,17 @@ async def test_peer_stock_tokeniser_differs_only_where_we_decided_differently(db
     ]
     print(f"  with hyphens/apostrophes/underscores inside words made spaces: {len(texts) - len(mismatches)}/{len(texts)} identical")
     assert not mismatches, mismatches[:5]
+
+
+
+async def test_long_texts_are_refused_and_ingest_reads_their_opening(db):
+    """Issue 15 finding 5: the engine refuses function outputs above 1 MiB, which RAKE's
+    steps reach on long texts; rake takes 20,000 characters, ingest passes the opening."""
+    corpus = " ".join(doc_text(d) for d in load_docs("scifact", 400))
+    with pytest.raises(ThrownError, match="amem:invalid_input: rake reads at most 20000 characters"):
+        await rake(db, corpus[:20_001])
+    (window,) = await db.query("RETURN fn::amem::keywords::window($t)", {"t": corpus})
+    assert 19_900 < len(window) <= 20_000 and corpus.startswith(window)
+    assert not (window[-1].isalnum() and corpus[len(window)].isalnum())  # no word cut in two
+    (short,) = await db.query("RETURN fn::amem::keywords::window('short text')")
+    assert short == "short text"
