@@ -449,3 +449,42 @@ async def test_readme_surrealql_examples(db):
     outs = [(await db.query(s))[-1] for s in statements(inspect_sql)]
     assert outs[1]["kind"] == "entity" and [a["value"] for a in outs[1]["attributes"]] == ["search"]
     assert outs[2] is None  # outside the lens: the same as absent
+
+
+# --- the CLI --------------------------------------------------------------------------------------------
+def test_cli_forget_inspect_and_grant(tmp_path):
+    from typer.testing import CliRunner
+
+    from amem_db.cli import app
+
+    def cli(*args: str):
+        return CliRunner().invoke(app, ["--url", f"surrealkv://{tmp_path / 'db'}", "--embedder", "hash:384", *args], prog_name="amem-db")
+
+    assert cli("migrate").exit_code == 0
+    done = cli("remember", "Erin's note.", "--fact", "person:Erin Cho role=CTO", "--fact", "person:Erin Cho city=Lima", "--json")
+    assert done.exit_code == 0, done.output
+    write_id = json.loads(done.stdout)["write"]
+    shown = cli("inspect", "person:Erin Cho", "--entity", "--json")
+    assert shown.exit_code == 0 and json.loads(shown.stdout)["kind"] == "entity"
+    text = cli("inspect", "entity:person/erin cho")
+    assert text.exit_code == 0 and "entity entity:person/erin cho" in text.stdout and "attributes: 2" in text.stdout
+    dry = cli("forget", "--entity", "person:Erin Cho", "--fact-key", "role", "--dry-run", "--json")
+    assert dry.exit_code == 0 and json.loads(dry.stdout)["forgotten"]["attribute"] == 1 and json.loads(dry.stdout)["dryRun"]
+    soft = cli("forget", "--entity", "person:Erin Cho", "--fact-key", "role")
+    assert soft.exit_code == 0 and "1 rows forgotten (soft)" in soft.stdout
+    purged = cli("forget", "--write", write_id, "--purge", "--json")
+    assert purged.exit_code == 0 and json.loads(purged.stdout)["forgotten"] == {
+        "attribute": 2, "relation": 0, "memory_chunk": 1, "entity_name": 0, "uncertainty": 0, "mentions": 0,
+        "attribute_fts": 2, "memory_chunk_fts": 1}
+    gone = cli("inspect", "attribute:nothing")
+    assert gone.exit_code == 1 and "not_found" in gone.stderr
+    bad = cli("forget", "document:x")
+    assert bad.exit_code == 1 and "invalid_input" in bad.stderr and "table document" in bad.stderr
+    assert cli("forget").exit_code == 1  # nothing to forget
+    assert cli("forget", "--entity", "Erin").exit_code == 1  # not TYPE:NAME
+    granted = cli("grant", "privacy-bot", "--write", "org/a", "--forget", "org/a/team", "--json")
+    assert granted.exit_code == 0 and json.loads(granted.stdout)["principal"]["forget"] == ["org/a/team"]
+    refused = cli("grant", "bad-bot", "--write", "org/a", "--forget", "org/b")
+    assert refused.exit_code == 1 and "must lie within a write grant" in refused.stderr
+    listed = cli("keys", "list", "--json")
+    assert [k["forget"] for k in json.loads(listed.stdout)] == [["org/a/team"]]

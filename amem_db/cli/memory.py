@@ -157,7 +157,7 @@ async def forget(
     session: Session,
     ids: list[str] = typer.Argument(None, help="record ids to forget (attribute:..., relation:..., memory_chunk:..., entity:...)"),
     entity: str | None = typer.Option(None, "--entity", help="forget this entity's facts and names: 'TYPE:NAME', e.g. 'person:Alice'"),
-    fact_key: str | None = typer.Option(None, "--key", help="with --entity: only this key's facts (the names stay)"),
+    fact_key: str | None = typer.Option(None, "--fact-key", help="with --entity: only this key's facts, e.g. role (the names stay; --key is the credential)"),
     write: str | None = typer.Option(None, "--write", help="the facts and passages of one write (its ULID)"),
     session_id: str | None = typer.Option(None, "--session", help="the facts and passages of one session"),
     label: list[str] = typer.Option([], "--label", help="rows carrying this label (repeat: all must match)"),
@@ -168,7 +168,7 @@ async def forget(
 ) -> None:
     """Forget memory by ids or by query, in one transaction; soft by default (kept for audit).
 
-    Example: amem-db forget --entity 'person:Alice' --key role --dry-run
+    Example: amem-db forget --entity 'person:Alice' --fact-key role --dry-run
     """
     query = _optional(entity=parse_entity(entity) if entity else None, key=fact_key, write=write,
                       session_id=session_id, labels=list(label))
