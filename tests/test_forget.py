@@ -325,7 +325,7 @@ class World:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def world(dev_server):  # noqa: F811
+async def world(dev_server):
     w = World()
     w.ns = unique_name("forget")
     w.url = dev_server.ws_url
@@ -402,6 +402,13 @@ async def test_a_forgetter_forgets_inside_its_grant_only(world):
     assert [a["value"] for a in b_view["attributes"]] == ["bsecret-role"]
     a_view = await call(w.conns["writer"], "fn::amem::entities::get", "person", "shared person", None)
     assert [a["value"] for a in a_view["attributes"]] == ["a-city"] and a_view["relations"] == []
+    # an entity only the team names: its purge by a credential deletes the node too (the
+    # event runs with owner rights), and the response does not say so
+    await call(w.conns["writer"], "fn::amem::facts::write", {"triples": [attr("Team Only", "k", "v")], "scopes": ["org/a/team"]}, None)
+    res = await call(c, "fn::amem::forget", {"ids": ["entity:person/team only"], "purge": True})
+    assert res["forgotten"]["attribute"] == 1 and "entity" not in res["forgotten"]
+    (left,) = await w.root.query("SELECT VALUE id FROM entity:⟨person/team only⟩")
+    assert left == []
 
 
 async def test_soft_forget_by_a_record_user_hides_the_node_in_its_scope_only(world):
