@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import sys
 import statistics
+import sys
 import time
 
 from amem_db import Memory
