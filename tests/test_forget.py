@@ -495,3 +495,19 @@ def test_cli_forget_inspect_and_grant(tmp_path):
     assert refused.exit_code == 1 and "must lie within a write grant" in refused.stderr
     listed = cli("keys", "list", "--json")
     assert [k["forget"] for k in json.loads(listed.stdout)] == [["org/a/team"]]
+
+
+async def test_soft_forgotten_rows_leave_recall(mem):
+    who = name("Gustav")
+    w = await write(mem, attr(who, "hobby", "sailing"), rel(who, "works_at", name("Harbour")),
+                    text=f"{who} talked about sailing.", session_id="recall-forget")
+    mine = {t.id for t in w.triples} | set(w.passages)
+    found = set()
+    for mode in ("bm25", "graph"):
+        found |= {h.id for h in (await mem.recall(f"{who} sailing", mode=mode, k=50)).hits}
+    assert found & mine  # recall sees them before the forget: the test is not vacuous
+    await mem.forget(query={"entity": ent(who)})
+    await mem.forget(query={"session_id": "recall-forget"})
+    for mode in ("bm25", "graph", "hybrid"):
+        hits = {h.id for h in (await mem.recall(f"{who} sailing", mode=mode, k=50)).hits}
+        assert not hits & (mine | {f"entity:person/{who.lower()}"}), (mode, hits & mine)
