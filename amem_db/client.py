@@ -44,7 +44,9 @@ from .models import (
     FactKey,
     FactsPrepared,
     FactWrite,
+    ForgetResult,
     IngestResult,
+    Inspection,
     KeywordDetail,
     KeywordPage,
     KeywordSearch,
@@ -197,6 +199,37 @@ class Memory:
         if embedding is not None:
             opts["embeddingModel"] = self.embedder.name
         return _model(RecallResponse, await call(self.conn, "fn::amem::recall", query, embedding, opts))
+
+    # --- forget and inspect (fn::amem::forget, fn::amem::inspect) -------------------------
+    async def forget(
+        self,
+        ids: Sequence[str] | None = None,
+        *,
+        query: Mapping[str, Any] | None = None,
+        scopes: Sequence[str] | None = None,
+        dry_run: bool = False,
+        purge: bool = False,
+    ) -> ForgetResult:
+        """Forget typed memory by ``ids`` (attribute, relation, memory_chunk, entity)
+        and/or ``query`` (``{entity: {type, name}, key?, write?, session_id?, labels?}``),
+        in one transaction. Soft by default (gone from reads and recall, kept for
+        audit); ``dry_run`` counts only; ``purge`` erases rows, history, uncertainty,
+        edges and passages. ``scopes``: only rows wholly inside these paths. A
+        credential needs a forget grant (``amem-db grant --forget PATH``)."""
+        if query is not None and not isinstance(query, Mapping):
+            raise TypeError(f"query is a dict such as {{'entity': {{'type': 'person', 'name': 'Alice'}}}}, not {type(query).__name__}")
+        request = _clean({"ids": _strs("ids", ids), "query": dict(query) if query is not None else None,
+                          "scopes": _strs("scopes", scopes), "dryRun": dry_run or None, "purge": purge or None})
+        return _model(ForgetResult, await call(self.conn, "fn::amem::forget", request))
+
+    async def inspect(self, ref: str | Mapping[str, str], *, lens: Lens | None = None) -> Inspection | None:
+        """One record by reference (an id such as ``attribute:01KB...``, or an entity
+        ``{"type": "person", "name": "Alice"}``) with what explains it; None when it
+        is absent, unreadable, forgotten or outside ``lens``."""
+        if not isinstance(ref, str | Mapping):
+            raise TypeError(f"a reference is an id str or an entity {{'type', 'name'}}, not {type(ref).__name__}")
+        row = await call(self.conn, "fn::amem::inspect", ref if isinstance(ref, str) else dict(ref), _clean({"lens": _lens(lens)}))
+        return _model(Inspection, row) if row else None
 
     async def close(self) -> None:
         """Close the connection (an embedded engine is released)."""

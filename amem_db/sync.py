@@ -161,6 +161,9 @@ class SyncMemory(_Facade):
     embed_query = _twin(Memory.embed_query)
     recall = _twin(Memory.recall)
     reopen_if_wal_full = _twin(Memory.reopen_if_wal_full)
+    # forget and inspect
+    forget = _twin(Memory.forget)
+    inspect = _twin(Memory.inspect)
 
     def close(self) -> None:
         """Close the connection (an embedded engine is released)."""

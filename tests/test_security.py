@@ -301,6 +301,14 @@ async def test_raw_surrealql_cannot_cross_scopes(world):
         "UPDATE memory_write SET caller = 'amem_principal:`tenant-b`' RETURN AFTER", "UPDATE uncertainty SET resolved_at = time::now() RETURN AFTER",
         "CREATE fact_key CONTENT {key: 'role', multi_valued: true, scopes: ['org/b']} RETURN AFTER",
         "UPDATE fact_key SET multi_valued = false RETURN AFTER",
+        # forget (migrations/0006): without a forget grant neither a soft forget nor an erase
+        # of rows, even inside the caller's own write region; grants are never writable
+        "UPDATE attribute SET forgotten_at = time::now() RETURN AFTER", "UPDATE relation SET forgotten_at = time::now() RETURN AFTER",
+        "UPDATE memory_chunk SET forgotten_at = time::now() RETURN AFTER", "UPDATE entity_name SET forgotten_at = time::now() RETURN AFTER",
+        "DELETE attribute WHERE scope_keys CONTAINS 'org/a' RETURN BEFORE", "DELETE relation WHERE scope_keys CONTAINS 'org/a' RETURN BEFORE",
+        "DELETE memory_chunk RETURN BEFORE", "DELETE entity_name RETURN BEFORE", "DELETE uncertainty RETURN BEFORE",
+        "UPDATE amem_principal SET forget = ['org'] RETURN AFTER", "SELECT forget FROM amem_principal WHERE name != 'tenant-a'",
+        "CREATE amem_principal:evil2 SET name = 'evil2', key_hash = 'x', forget = ['org'] RETURN AFTER",
     ]
     for sql in attempts:
         try:
@@ -521,3 +529,26 @@ async def test_record_users_cannot_define_tables(world):
             await w.A.query(sql)
     (info,) = await w.root.query("INFO FOR DB")
     assert not [t for t in info["tables"] if t.startswith("squat")]
+
+async def test_forget_needs_a_forget_grant_and_never_crosses_scopes(world):
+    """The forget grant (migrations/0006): tenant-a writes org/a but holds no forget
+    grant, so fn::amem::forget is refused and nothing changes; B's rows are ids that
+    do not exist for A's functions (tests/test_forget.py covers a granted forgetter)."""
+    w = world
+    before = await checksum(w.root, TABLES + OWN_TABLES + ["amem_principal"])
+    (a_ids,) = await w.root.query("SELECT VALUE <string> id FROM attribute WHERE scope_keys CONTAINS 'org/a'")
+    (b_ids,) = await w.root.query("SELECT VALUE <string> id FROM attribute WHERE scope_keys CONTAINS 'org/b'")
+    assert a_ids and b_ids
+    for req in ({"ids": a_ids[:1]}, {"ids": b_ids[:1], "purge": True}, {"query": {"entity": {"type": "person", "name": "Shared Person"}}, "dryRun": True}):
+        for conn in (w.A, w.conns["reader-a-team"]):
+            with pytest.raises(PermissionDenied, match="no forget grants"):
+                await call(conn, "fn::amem::forget", req)
+    # inspect of B's rows is NONE, exactly like an absent id, and A's own is readable
+    for ref in [*b_ids, "attribute:nothing", "entity:organisation/bsecretco"]:
+        assert await call(w.A, "fn::amem::inspect", ref, None) is None
+    mine = await call(w.A, "fn::amem::inspect", a_ids[0], None)
+    assert mine is not None
+    assert_no_b(w, mine)
+    assert await checksum(w.root, TABLES + OWN_TABLES + ["amem_principal"]) == before
+    (own,) = await w.A.query("SELECT forget FROM amem_principal")
+    assert own == [{"forget": []}]  # its own grant is readable (and empty), nobody else's

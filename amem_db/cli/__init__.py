@@ -10,7 +10,7 @@ one place (importing a command module registers nothing):
 | ``documents`` | ``ingest``, ``documents list/get/chunks/delete/reprocess/recompute-links`` |
 | ``keywords`` | ``keywords for-document/list/get/search`` |
 | ``query`` | ``query``, ``recall`` (the read paths) |
-| ``memory`` | ``remember``, ``entities list/get/history`` |
+| ``memory`` | ``remember``, ``entities list/get/history``, ``forget``, ``inspect`` |
 | ``access`` | ``grant``, ``keys list/revoke`` |
 | ``harness`` | ``eval``, ``bench`` (the ``eval`` / ``bench`` extras) |
 | ``serve`` | ``serve --dev`` |
@@ -48,6 +48,8 @@ def build_app() -> typer.Typer:
     root.command("query")(command(MEMORY)(query.query))
     root.command("recall")(command(MEMORY)(query.recall))
     root.command("remember")(command(MEMORY)(memory.remember))
+    root.command("forget")(command(MEMORY)(memory.forget))
+    root.command("inspect")(command(MEMORY)(memory.inspect))
     root.command("grant")(command(CONNECTION)(access.grant))
     root.command("eval")(command(("url", "embedder"))(harness.eval_command))
     root.command("bench")(command(("embedder",))(harness.bench_command))

@@ -1,4 +1,5 @@
-"""`amem-db remember` and `amem-db entities list|get|history` (typed memory, docs/MEMORY-DESIGN.md).
+"""`amem-db remember`, `amem-db entities list|get|history`, `amem-db forget` and
+`amem-db inspect` (typed memory, docs/MEMORY-DESIGN.md).
 
 The fact syntax is parsed here (it is command-line I/O); everything it means
 (identity, types, reconciliation, validation) is decided by
@@ -141,3 +142,81 @@ async def history(
         table.add_row(value, "yes" if row["current"] else "", _validity(row), str(row.get("recorded_at") or ""),
                       str(row.get("superseded_at") or ""))
     out.print(table)
+
+
+# --- forget and inspect ------------------------------------------------------------------
+def parse_entity(text: str) -> dict[str, str]:
+    """``--entity 'person:Alice Smith'`` as an entity reference {type, name}."""
+    kind, sep, entity_name = text.partition(":")
+    if not sep or not kind.strip() or not entity_name.strip():
+        raise InvalidInput(f"--entity {text!r}: expected 'TYPE:NAME', e.g. 'person:Alice Smith'")
+    return {"type": kind.strip(), "name": entity_name.strip()}
+
+
+async def forget(
+    session: Session,
+    ids: list[str] = typer.Argument(None, help="record ids to forget (attribute:..., relation:..., memory_chunk:..., entity:...)"),
+    entity: str | None = typer.Option(None, "--entity", help="forget this entity's facts and names: 'TYPE:NAME', e.g. 'person:Alice'"),
+    fact_key: str | None = typer.Option(None, "--fact-key", help="with --entity: only this key's facts, e.g. role (the names stay; --key is the credential)"),
+    write: str | None = typer.Option(None, "--write", help="the facts and passages of one write (its ULID)"),
+    session_id: str | None = typer.Option(None, "--session", help="the facts and passages of one session"),
+    label: list[str] = typer.Option([], "--label", help="rows carrying this label (repeat: all must match)"),
+    scope: list[str] = typer.Option([], "--scope", help="only rows wholly inside this scope path (repeat)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="count what would be forgotten; change nothing"),
+    purge: bool = typer.Option(False, "--purge", help="erase rows, history, uncertainty, edges and passages (default: soft)"),
+    json_output: bool = json_option(),
+) -> None:
+    """Forget memory by ids or by query, in one transaction; soft by default (kept for audit).
+
+    Example: amem-db forget --entity 'person:Alice' --fact-key role --dry-run
+    """
+    query = _optional(entity=parse_entity(entity) if entity else None, key=fact_key, write=write,
+                      session_id=session_id, labels=list(label))
+    if not ids and not query:
+        raise InvalidInput("nothing to forget: give ids, --entity, --write, --session or --label")
+    mem = await session.memory()
+    result = as_json(await mem.forget(list(ids or []) or None, query=query or None, scopes=list(scope) or None,
+                                      dry_run=dry_run, purge=purge))
+    if json_output:
+        return print_json(result)
+    table = Table("table", "rows")
+    for t, n in result["forgotten"].items():
+        if n:
+            table.add_row(t, str(n))
+    out.print(table)
+    what = "would be " + ("purged" if purge else "forgotten") if result["dryRun"] else ("purged" if result["purged"] else "forgotten (soft)")
+    out.print(f"{sum(result['forgotten'].values())} rows {what}; {len(result['ids'])} matched"
+              + (f", {len(result['missing'])} not found: {', '.join(result['missing'])}" if result["missing"] else ""), highlight=False)
+
+
+async def inspect(
+    session: Session,
+    ref: str = typer.Argument(..., help="a record id (entity:..., attribute:..., relation:..., memory_chunk:..., chunk:..., retrieval_trace:...) or 'TYPE:NAME' of an entity with --entity"),
+    as_entity: bool = typer.Option(False, "--entity", help="REF is 'TYPE:NAME' of an entity, e.g. 'person:Alice Smith'"),
+    lens: list[str] = lens_option(),
+    json_output: bool = json_option(),
+) -> None:
+    """One record by reference, with what explains it (history neighbours, uncertainty, mentions, document).
+
+    Example: amem-db inspect 'person:Alice Smith' --entity
+    """
+    mem = await session.memory()
+    found = await mem.inspect(parse_entity(ref) if as_entity else ref, lens=parse_lens(lens))
+    if found is None:
+        raise NotFound(f"nothing to inspect at {ref!r} (in what you can see)")
+    data = as_json(found)
+    if json_output:
+        return print_json(data)
+    record = data["record"]
+    out.print(f"[bold]{data['kind']}[/] {data['id']}", highlight=False)
+    for k in ("name", "type", "text", "value", "target", "key", "write", "valid_from", "valid_until", "recorded_at", "superseded_at", "source"):
+        if record.get(k) not in (None, "", []):
+            out.print(f"  {k}: {record[k]}", highlight=False)
+    for k in ("aliases", "attributes", "relations", "incoming", "uncertainty", "mentions"):
+        if data.get(k):
+            out.print(f"  {k}: {len(data[k])}", highlight=False)
+    for k in ("supersedes", "superseded_by"):
+        if data.get(k):
+            out.print(f"  {k}: {data[k]['id']} ({data[k].get('value') if data[k].get('target') is None else data[k]['target']})", highlight=False)
+    if data.get("document"):
+        out.print(f"  document: {data['document']['id']} {data['document'].get('title') or data['document'].get('source') or ''}", highlight=False)
