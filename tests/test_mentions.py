@@ -199,10 +199,11 @@ async def test_spans_equal_a_python_reference(db, words, seps, name):
     the spans the reference finds, and each span is the name as written (case aside)."""
     text = "".join(w + s for w, s in zip(words, seps, strict=False)).strip()
     row = {"entity": "entity:x", "name_norm": " ".join(name.split()).lower(), "scope_keys": []}
-    (_, got) = await db.query("LET $r = object::extend($row, { mention_key: fn::amem::mentions::key($row.name_norm) });"
-                            "RETURN fn::amem::mentions::spans($t, fn::amem::mentions::grams($t), $r)",
+    (_, got) = await db.query("LET $r = object::extend($row, { mention_key: fn::amem::mentions::key($row.name_norm), want: fn::amem::mentions::want($row.name_norm) });"
+                            "RETURN fn::amem::mentions::hits({id: chunk:x, text: $t, scopes: []}, fn::amem::mentions::grams($t), [$r])",
                             {"row": row, "t": text})
     assert [(s["start"], s["end"]) for s in got] == reference_spans(text, name)
+    assert all(" ".join(text[s["start"]:s["end"]].split()).lower() == name.lower().strip("(). ") for s in got)
 
 
 # --- scopes (owner session: the rule itself; record users: tests/test_security.py) ----------------
