@@ -117,10 +117,14 @@ async def main() -> None:
     ap.add_argument("--sample", type=int, default=40, help="held-out documents per arm")
     ap.add_argument("--writes", type=int, default=40, help="held-out one-entity fact writes per arm")
     ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--big", type=int, default=70, help="also ingest one document made of this many held-out ones (0: skip)")
     a = ap.parse_args()
     rnd = random.Random(11)
     docs = load(a.corpus)
     rnd.shuffle(docs)
+    bigs = [{"text": "\n\n".join(d["text"] for d in docs[k * a.big:(k + 1) * a.big]), "mime_type": "text/plain",
+             "source": f"bench#big{k}"} for k in range(2)] if a.big else []
+    docs = docs[2 * a.big:]
     held, docs = docs[: 2 * a.sample], docs[2 * a.sample:]
     writes = names_from(docs, a.entities + 2 * a.writes, rnd)
     held_w, writes = writes[: 2 * a.writes], writes[2 * a.writes:]
@@ -144,17 +148,22 @@ async def main() -> None:
               f"({n_docs / t_build:.1f} docs/s, mentions on); {stats}")
         with_i = await ingest_each(conn, held[: a.sample], isolate=True)
         with_w = await write_each(conn, held_w[: a.writes], candidates=True)
+        with_b = await ingest_each(conn, bigs[:1], isolate=False) if bigs else None
         # the WITHOUT arm: hooks that do nothing (this throwaway database only)
         await conn.query("DEFINE FUNCTION OVERWRITE fn::amem::mentions::of_passages($ids: array<record>) -> int { RETURN 0 } PERMISSIONS FULL;"
                          "DEFINE FUNCTION OVERWRITE fn::amem::mentions::of_names($write: string) -> int { RETURN 0 } PERMISSIONS FULL;")
         without_i = await ingest_each(conn, held[a.sample:], isolate=False)
         without_w = await write_each(conn, held_w[a.writes:], candidates=False)
+        without_b = await ingest_each(conn, bigs[1:], isolate=False) if bigs else None
         print(f"ingest WITH mentions    ({a.sample} docs, {with_i['chunks']} chunks, {with_i['edges']} edges): {summary(with_i['ms'])}; "
               f"of_passages alone {summary(with_i['iso'])}")
         print(f"ingest WITHOUT mentions ({a.sample} docs, {without_i['chunks']} chunks): {summary(without_i['ms'])}")
         print(f"fact write WITH mentions    ({a.writes} writes, {with_w['edges']} edges, full-text candidates per name: "
               f"median {statistics.median(with_w['cands'])}, max {max(with_w['cands'])}): {summary(with_w['ms'])}")
         print(f"fact write WITHOUT mentions ({a.writes} writes): {summary(without_w['ms'])}")
+        if with_b and without_b:
+            print(f"one {len(bigs[0]['text'])}-char document ({with_b['chunks']} chunks, {with_b['edges']} edges): "
+                  f"WITH {with_b['ms'][0]:.0f} ms, WITHOUT ({without_b['chunks']} chunks) {without_b['ms'][0]:.0f} ms")
     finally:
         await close_quietly(conn)
 

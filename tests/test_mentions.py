@@ -200,7 +200,7 @@ async def test_spans_equal_a_python_reference(db, words, seps, name):
     text = "".join(w + s for w, s in zip(words, seps, strict=False)).strip()
     row = {"entity": "entity:x", "name_norm": " ".join(name.split()).lower(), "scope_keys": []}
     (_, got) = await db.query("LET $r = object::extend($row, { mention_key: fn::amem::mentions::key($row.name_norm), want: fn::amem::mentions::want($row.name_norm) });"
-                            "RETURN fn::amem::mentions::hits({id: chunk:x, text: $t, scopes: []}, fn::amem::mentions::grams($t), [$r])",
+                            "RETURN fn::amem::mentions::matches(fn::amem::mentions::words([$t]), [$r])",
                             {"row": row, "t": text})
     assert [(s["start"], s["end"]) for s in got] == reference_spans(text, name)
     assert all(" ".join(text[s["start"]:s["end"]].split()).lower() == name.lower().strip("(). ") for s in got)
