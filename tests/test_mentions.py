@@ -266,3 +266,19 @@ async def test_replacing_and_deleting_a_document_removes_its_edges(db):
     assert await edges(db, who) == []
     (dangling,) = await db.query("SELECT count() FROM mentions WHERE in.id = NONE GROUP ALL")
     assert dangling in ([], [{"count": 0}])
+
+
+async def test_a_long_document_is_linked_across_batches(db):
+    """More than one batch of passages (32) and pieces past every power of two of the
+    offset scan: the spans of the first and last chunks are still exact."""
+    who = f"Kim {uid()}"
+    await write_fact(db, who)
+    filler = " ".join(f"word{'abcdefghij'[i % 10]}, (x) -" for i in range(2400))
+    text = f"{who} opens.\n\n{filler}\n\nClosing remark by {who.lower()}; and  {who}."
+    doc = await ingest(db, text)
+    (chunks,) = await db.query("SELECT count() FROM chunk WHERE document = type::record($d) GROUP ALL", {"d": doc})
+    assert chunks[0]["count"] > 32
+    got = await edges(db, who)
+    assert [e["span"] for e in got[:1]] == [who] and sorted(e["span"] for e in got[1:]) == [who, who.lower()]
+    (starts,) = await db.query("SELECT VALUE char_start FROM chunk WHERE document = type::record($d) ORDER BY position", {"d": doc})
+    assert got[0]["start"] == 0 and starts[0] == 0
