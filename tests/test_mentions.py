@@ -10,6 +10,7 @@ One migrated database for the module: each test names its own entities and scope
 from __future__ import annotations
 
 import itertools
+import random
 import re
 
 import pytest
@@ -282,3 +283,28 @@ async def test_a_long_document_is_linked_across_batches(db):
     assert [e["span"] for e in got[:1]] == [who] and sorted(e["span"] for e in got[1:]) == [who, who.lower()]
     (starts,) = await db.query("SELECT VALUE char_start FROM chunk WHERE document = type::record($d) ORDER BY position", {"d": doc})
     assert got[0]["start"] == 0 and starts[0] == 0
+
+
+async def test_every_edge_of_a_corpus_equals_the_reference(db):
+    """Many documents and names (half written before the documents, half after: both
+    directions, several batches): the stored edges are exactly the reference spans."""
+    rnd = random.Random(5)
+    tag = uid()
+    vocab = [f"{w}{tag}" for w in ("ab", "cd", "ef", "gh", "ij", "kl")] + ["the", "of", "Al", "Alice"]
+    punct = ["", "", "", ",", ".", "'s", ")", ";"]
+    names = list(dict.fromkeys(" ".join(rnd.sample(vocab, rnd.randint(1, 3))) for _ in range(14)))
+    docs = [" ".join(("(" if rnd.random() < 0.1 else "") + rnd.choice(vocab) + rnd.choice(punct) for _ in range(rnd.randint(50, 400)))
+            for _ in range(8)]
+    scope = [f"org/c{tag}"]
+    for n in names[:7]:
+        await write_fact(db, n, type_="concept", scopes=scope)
+    ids = [await ingest(db, d, scopes=scope) for d in docs]
+    for n in names[7:]:
+        await write_fact(db, n, type_="concept", scopes=scope)
+    (chunks,) = await db.query("SELECT id, text FROM chunk WHERE document IN array::map($d, |$x| type::record($x))", {"d": ids})
+    (rows,) = await db.query("SELECT in, out, char_start, char_end FROM mentions WHERE in IN $c", {"c": [c["id"] for c in chunks]})
+    got = {(key(r["in"]), key(r["out"]), r["char_start"], r["char_end"]) for r in rows}
+    want = {(key(c["id"]), "concept/" + " ".join(n.lower().split()), s, e)
+            for c in chunks for n in names for s, e in reference_spans(c["text"], n)}
+    assert len(chunks) > 8 and len(want) > 50
+    assert got == want
