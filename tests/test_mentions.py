@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from amem_db.constants import LENS_SLOTS
 from amem_db.db import call
 from amem_db.errors import AmemError
 
@@ -308,3 +309,17 @@ async def test_every_edge_of_a_corpus_equals_the_reference(db):
             for c in chunks for n in names for s, e in reference_spans(c["text"], n)}
     assert len(chunks) > 8 and len(want) > 50
     assert got == want
+
+
+async def test_the_document_graph_signal_reads_document_passages_only(db):
+    """graph::mention_signal (hybrid_graph of documents.query) follows mentions to chunks;
+    a memory passage that names the entity is recall's, never a document hit."""
+    who = f"Lou {uid()}"
+    await write_fact(db, who, text=f"{who} called.")
+    await ingest(db, f"{who} signed the policy.")
+    (_, sig) = await db.query(
+        "LET $f = object::extend(fn::amem::query::filter(NONE), { clauses: array::repeat([], $slots) });"
+        "RETURN fn::amem::graph::mention_signal([{ id: type::record('entity', $e), match: 1.0 }], $f)", {"e": "person/" + who.lower(), "slots": LENS_SLOTS})
+    assert sorted({e["table"] for e in await edges(db, who)}) == ["chunk", "memory_chunk"]
+    assert [str(r["id"]).split(":")[0] for r in sig["rows"]] == ["chunk"]
+    assert all(str(r["id"]).startswith("chunk:") for r in sig["reached"])
