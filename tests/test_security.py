@@ -552,3 +552,63 @@ async def test_forget_needs_a_forget_grant_and_never_crosses_scopes(world):
     assert await checksum(w.root, TABLES + OWN_TABLES + ["amem_principal"]) == before
     (own,) = await w.A.query("SELECT forget FROM amem_principal")
     assert own == [{"forget": []}]  # its own grant is readable (and empty), nobody else's
+
+
+# --- mentions (surql/280_mentions) ---------------------------------------------------------
+async def test_mentions_are_scope_gated(world):
+    """A mentions edge is readable only where its passage and a name that made it are: another
+    scope's alias never yields an edge a tenant could read, in either direction, whoever writes."""
+    w = world
+    R, A, B, team = w.root, w.A, w.B, w.conns["reader-a-team"]
+
+    async def spans(conn, passage) -> list[str]:
+        (rows,) = await conn.query("SELECT in.text AS t, char_start AS s, char_end AS e FROM mentions WHERE in = type::record($p)", {"p": passage})
+        return sorted(r["t"][r["s"]:r["e"]] for r in rows)
+
+    shared = {"type": "person", "name": "Shared Person"}
+    await call(B, "fn::amem::facts::write", {"triples": [{"entity": {**shared, "aliases": ["Bravo Hidden"]}, "key": "nick", "value": "b"}]}, None)
+    # direction 1, by A: B's alias row is invisible to A; only the name A reads links
+    a_out = await call(A, "fn::amem::facts::write", {"text": "Shared Person and Bravo Hidden met; Bravo Later and Charlie Later too."}, None)
+    (a_passage,) = await R.query("RETURN type::record($p)", {"p": a_out["passages"][0]})  # the driver may spell it as a string
+    assert await spans(A, a_passage) == await spans(R, a_passage) == ["Shared Person"]
+    # direction 1, by the owner (sees every name row): the scope rule drops B's alias
+    (r_out,) = await R.query("RETURN fn::amem::facts::write({text: 'Owner note: Bravo Hidden, Shared Person.', scopes: ['org/a']}, NONE)")
+    assert await spans(R, r_out["passages"][0]) == ["Shared Person"]
+    # direction 2: B names an alias that A's passage contains (B cannot read the passage),
+    # then the owner does so in org/b (the scope rule): no edge either time
+    for conn, alias in ((B, "Bravo Later"), (R, "Charlie Later")):
+        await call(conn, "fn::amem::facts::write", {"triples": [{"entity": {**shared, "aliases": [alias]}, "key": "nick", "value": "b"}],
+                                                    "scopes": ["org/b"]}, None)
+        assert await spans(R, a_passage) == ["Shared Person"]
+    # B's own passage (fixture: "bsecretnote about the shared person") is linked, in B's scope
+    (b_edges,) = await R.query("SELECT VALUE scopes FROM mentions WHERE scope_keys CONTAINS 'org/b'")
+    assert b_edges and all(s == ["org/b"] for s in b_edges)
+    # raw reads: A sees exactly the edges of org/a passages, nothing of B, no span on an alias of B
+    (readable,) = await A.query("SELECT in.text AS t, char_start AS s, char_end AS e FROM mentions")
+    assert readable and not any("Bravo" in r["t"][r["s"]:r["e"]] or "Charlie" in r["t"][r["s"]:r["e"]] for r in readable)
+    for sql in ("SELECT * FROM mentions", "SELECT <-mentions.* AS m, <-mentions<-memory_chunk.text AS t FROM entity",
+                "SELECT ->mentions->entity.name AS n FROM memory_chunk", "SELECT * FROM mentions WHERE scope_keys CONTAINS 'org/b'"):
+        (rows,) = await A.query(sql)
+        assert_no_b(w, rows, allow_scope_names=True, own=sql)
+    (mine,) = await A.query("SELECT count() FROM mentions GROUP ALL")
+    (visible,) = await R.query("SELECT count() FROM mentions WHERE scope_keys CONTAINSANY ['org/a'] GROUP ALL")
+    assert mine == visible and mine[0]["count"] >= 2
+    # a team reader cannot read the org/a and org/b names: a team passage gets no edge, and it reads none
+    (t_out,) = await R.query("RETURN fn::amem::facts::write({text: 'Team: Shared Person.', scopes: ['org/a/team/support']}, NONE)")
+    assert await spans(R, t_out["passages"][0]) == []
+    (seen,) = await team.query("SELECT * FROM mentions")
+    assert seen == []
+    # writes: no edge outside the region, none to a node A cannot read, and a refused edge is a THROW
+    before = await checksum(R, ["mentions"])
+    ((b_passage,),) = await R.query("SELECT VALUE id FROM memory_chunk WHERE scope_keys CONTAINS 'org/b' LIMIT 1")
+    assert await call(A, "fn::amem::mentions::link", [{"id": b_passage, "text": "Shared Person", "scopes": ["org/b"]}], None) == 0
+    with pytest.raises(PermissionDenied):  # claims org/a scopes for B's passage: the engine refuses the edge
+        await call(A, "fn::amem::mentions::link", [{"id": b_passage, "text": "Shared Person", "scopes": ["org/a"]}], None)
+    for sql in ("RELATE $a->mentions->entity:⟨company/bsecretco⟩ SET scopes = ['org/a']",
+                "RELATE $b->mentions->entity:⟨person/shared person⟩ SET scopes = ['org/a']",
+                "UPDATE mentions SET scopes = ['org/b']", "DELETE mentions WHERE scope_keys CONTAINS 'org/b'"):
+        try:
+            await A.query(sql, {"a": a_passage, "b": b_passage})
+        except Exception:  # refused outright is fine
+            pass
+    assert await checksum(R, ["mentions"]) == before
