@@ -335,11 +335,12 @@ class Migrator:
         if plan.up_to_date:
             return plan
         await self._bootstrap()
-        await self._strict()
         if force_unlock:
             await self.unlock()
         await self._lock()
         try:
+            # under the lock: concurrent DEFINE DATABASE OVERWRITEs upset the other migrators
+            await self._strict()
             # the plan may be stale if another migrator finished while we waited
             plan = await self.plan(overrides)
             if plan.problems:
