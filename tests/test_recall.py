@@ -195,9 +195,11 @@ async def test_recall_reinforces_what_it_saw(mem, db):
     w = await mem.facts.write({"triples": [attr(who, "shoe_size", "44"), attr(who, "hat_size", "7")]})
     shoe, hat = (t.id for t in w.triples)
 
-    async def importance(rid):
-        (rows,) = await db.query(f"SELECT VALUE importance FROM {rid}")
-        return rows[0]
+    async def importance(rid):  # the reinforcement row (migrations/0008); the record keeps its initial value
+        (rows,) = await db.query("SELECT VALUE importance FROM type::record('reinforcement', $id)", {"id": rid})
+        (initial,) = await db.query(f"SELECT VALUE importance FROM {rid}")
+        assert initial == [0.8]
+        return rows[0] if rows else 0.8
 
     r = await mem.recall(f"{who} shoe_size 44", include=["passages"], k=1)  # facts are seen, not returned
     seen = [h["id"] for h in r.trace["hits"]]
@@ -208,6 +210,11 @@ async def test_recall_reinforces_what_it_saw(mem, db):
     for _ in range(4):
         await mem.recall(f"{who} shoe_size 44", k=1)
     assert await importance(shoe) == 1.0  # capped
+    history = await mem.entities.history("person", who, "shoe_size")
+    assert history.rows[0].importance == 1.0  # the reads show the reinforced value
+    await mem.forget([shoe], purge=True)
+    (left,) = await db.query("SELECT * FROM type::record('reinforcement', $id)", {"id": shoe})
+    assert left == []  # a purge takes the reinforcement row with it
 
 
 # --- bad input ---------------------------------------------------------------------------

@@ -30,7 +30,9 @@ WORDS = ("return policy refund window unopened items shipping rates invoice warr
 TABLES = ["document", "section", "chunk", "audio_chunk", "keyword", "knowledge_has_keyword", "document_link",
           "entity", "attribute", "relation", "mentions", "chunk_fts", "audio_chunk_fts",
           # typed memory (migrations/0005)
-          "entity_name", "memory_chunk", "memory_chunk_fts", "attribute_fts", "uncertainty", "fact_key"]
+          "entity_name", "memory_chunk", "memory_chunk_fts", "attribute_fts", "uncertainty", "fact_key",
+          # recall's reinforcement rows (migrations/0008)
+          "reinforcement"]
 # rows of a principal, not of a scope (like retrieval_trace): checked apart
 OWN_TABLES = ["memory_write"]
 
@@ -503,19 +505,19 @@ async def test_recall_reinforces_for_a_read_only_principal_never_across_scopes(w
     out = await call(w.A, "fn::amem::facts::write", {"triples": [{"entity": {"type": "person", "name": "Team Lead Tess"},
                                                                   "key": "desk", "value": "d42"}], "scopes": ["org/a/team"]}, None)
     tess = out["triples"][0]["id"]
-    (b_attrs,) = await w.root.query("SELECT id, importance FROM attribute WHERE scope_keys CONTAINS 'org/b' ORDER BY id")
+    (b_attrs,) = await w.root.query("SELECT id FROM attribute WHERE scope_keys CONTAINS 'org/b' ORDER BY id")
     res = await call(reader, "fn::amem::recall", "Team Lead Tess desk d42", None, {"mode": "bm25", "include": ["facts"]})
     assert tess in [plain(h["id"]) for h in res["hits"]]
-    (imp,) = await w.root.query(f"SELECT VALUE importance FROM {tess}")
+    (imp,) = await w.root.query("SELECT VALUE importance FROM type::record('reinforcement', $id)", {"id": tess})
     assert imp == [pytest.approx(0.88)]
     with pytest.raises(PermissionDenied):  # the reader cannot write the row itself
         await call(reader, "fn::amem::facts::write", {"triples": [{"entity": {"type": "person", "name": "Team Lead Tess"},
                                                                     "key": "desk", "value": "d43"}]}, None)
+    before = await checksum(w.root, ["reinforcement"])
     forged = [{"id": RecordID("attribute", a["id"].id), "source": "attribute"} for a in b_attrs]
     await reader.query("CREATE retrieval_trace CONTENT {query: 'x', mode: 'recall', options: {}, legs: {}, hits: $h, "
                        "timings: {}, caller: <string> $auth.id}", {"h": forged})
-    (after,) = await w.root.query("SELECT id, importance FROM attribute WHERE scope_keys CONTAINS 'org/b' ORDER BY id")
-    assert after == b_attrs
+    assert await checksum(w.root, ["reinforcement"]) == before  # nothing of B reinforced
 
 
 async def test_record_users_cannot_define_tables(world):
