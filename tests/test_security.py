@@ -463,11 +463,16 @@ MEMORY_WORDS = ["Shared Person", "shared person role", "bsecretalias", "bsecretc
 
 
 async def test_leak_randomised_recall(world):
-    """Random recalls by a writer and a read-only principal in every mode, include,
-    lens and labels: nothing of tenant B (its values, alias, edge, passage, ids)."""
+    """Random recalls by a writer and a read-only principal in every mode, include
+    and lens, each followed by the typed reads (entities get / history / list and
+    inspect of B's ids or of the hits): nothing of tenant B (values, alias, edge,
+    passage, ids)."""
     w = world
     rnd = random.Random(11)
     callers = [("tenant-a", w.A), ("reader-a-team", w.conns["reader-a-team"])]
+    (b_rows,) = await w.root.query("SELECT VALUE id FROM attribute, relation, memory_chunk WHERE scope_keys CONTAINS 'org/b'")
+    b_ids = [plain(i) for i in b_rows]
+    assert b_ids
     hits = 0
     n_calls = int(__import__("os").environ.get("AMEM_LEAK_N", 240)) // 3
     for n in range(n_calls):
@@ -494,6 +499,18 @@ async def test_leak_randomised_recall(world):
             if h["source"] == "chunk":
                 assert h["citation"]["document"].split(":", 1)[1] in w.a_docs
         hits += len(res["hits"])
+        # the typed reads, with the same caller and lens, on names and ids of both tenants
+        read_opts = {"lens": lens} if lens is not None else None
+        name = rnd.choice(["shared person", "bsecretco", "bsecretalias", "Shared Person"])
+        for fn, args in (("fn::amem::entities::get", ("person" if "person" in name.lower() else "company", name, read_opts)),
+                         ("fn::amem::entities::history", ("person", name, rnd.choice(["role", "hobby", "employer"]), read_opts)),
+                         ("fn::amem::entities::list", ({"limit": 500, **(read_opts or {})},)),
+                         ("fn::amem::inspect", (rnd.choice(b_ids + [h["id"] for h in res["hits"]] or b_ids), read_opts))):
+            try:
+                out = await call(conn, fn, *args)
+            except AmemError as exc:
+                out = str(exc)
+            assert_no_b(w, out, allow_scope_names=lens is not None, own=f"{q} {name}")  # an error may echo the name asked for
     assert hits > n_calls  # recall finds A's rows: the test is not vacuous
 
 
