@@ -156,3 +156,12 @@ def test_metrics_per_category_overall_and_with_adversarial(slice_dir):
     assert s["empty_results"] == 1 and s["top10"]["conv-2:q0"][0] == "conv-2:D1:2"
     off = locomo.recall_summary(cs, ModeRun("graph", available=False, error="amem:not_implemented: graph"), names)
     assert off == {"available": False, "reason": "amem:not_implemented: graph"}
+
+
+def test_exact_knn_reference_ranks_within_the_question_conversation(slice_dir):
+    cs = locomo.load_conversations(slice_dir)
+    cs.questions["conv-1:q1"] = locomo.Question("conv-1:q1", "conv-1", 4, "Ann: Pixel knocked my sourdough starter off the shelf.")
+    run = locomo.exact_knn_rankings(cs, get_embedder("hash:384"), k=3)
+    assert run.rankings["conv-1:q1"][0] == "conv-1:D2:1"  # the question is that passage's exact text
+    assert all(len(r) == 3 for q, r in run.rankings.items() if q.startswith("conv-1"))
+    assert sorted(run.rankings["conv-2:q0"]) == ["conv-2:D1:1", "conv-2:D1:2"]  # conv-2 has two turns: nothing else

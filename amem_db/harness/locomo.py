@@ -336,6 +336,27 @@ async def run_recall_mode(mem: Any, cs: Conversations, mode: str, *, k: int = MA
     return run
 
 
+def exact_knn_rankings(cs: Conversations, embedder: Any, *, speaker: str = "prefix", k: int = MAX_RECALL_K) -> ModeRun:
+    """A reference outside the product: exact cosine top-k over the question's
+    conversation with the same embedder and the same passage texts (numpy, the
+    vectors come from the embedding cache). It separates what the model can do
+    from what the engine's vector leg (threshold, index) does with it."""
+    import numpy as np
+
+    run = ModeRun("exact-knn (reference)")
+    texts: dict[str, tuple[list[str], Any]] = {}
+    for conv in cs.conversations:
+        turns = [t for t in cs.turns if t.conversation == conv]
+        m = np.asarray(embedder.embed_documents([turn_request(t, speaker=speaker)["text"] for t in turns]), dtype=float)
+        texts[conv] = ([t.id for t in turns], m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12))
+    for qid, q in cs.questions.items():
+        ids, m = texts[q.conversation]
+        v = np.asarray(embedder.embed_query(q.text), dtype=float)
+        order = np.argsort(-(m @ (v / max(float(np.linalg.norm(v)), 1e-12))), kind="stable")[:k]
+        run.rankings[qid] = [ids[i] for i in order]
+    return run
+
+
 def metric_names(k: int) -> list[str]:
     """Recall@5, Recall@10, nDCG@10, and the paper's deeper cut-offs (25, 50) that k reaches."""
     return list(dict.fromkeys(["recall@5", "recall@10", "ndcg@10"] + [f"recall@{d}" for d in (25, 50) if d <= k]))
@@ -388,6 +409,7 @@ async def evaluate_conversations(cs: Conversations, embedder: Any, *, modes: lis
                 progress("mode", {"mode": mode, "total": len(cs.questions)})
             summaries[mode] = recall_summary(cs, await run_recall_mode(prepared.mem, cs, mode, k=k, progress=progress), metrics)
         embedder_name = prepared.mem.embedder.name
+        reference = recall_summary(cs, exact_knn_rankings(cs, prepared.mem.embedder, speaker=speaker, k=k), metrics)
     finally:
         await close_quietly(prepared.mem.conn)
     groups = cs.by_category()
@@ -403,6 +425,7 @@ async def evaluate_conversations(cs: Conversations, embedder: Any, *, modes: lis
         "timings": {"prepare_seconds": round(prepare_seconds, 2), "total_seconds": round(time.perf_counter() - started, 2),
                     "query_seconds": {m: s.get("seconds") for m, s in summaries.items()}},
         "modes": summaries,
+        "reference": {"exact_knn": reference},
         "engine": {"version": version, **engine_info()},
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
@@ -442,15 +465,20 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {m} | " + " | ".join(_pct(s["metrics"][x]) for x in metrics)
                      + " | " + " / ".join(_pct(s["metrics_with_adversarial"][x]) for x in metrics[:2])
                      + f" | {s['empty_results']} | {s['latency_ms']['p50']:.1f} | {s['latency_ms']['p95']:.1f} |")
+    ref = (report.get("reference") or {}).get("exact_knn")
+    if ref:
+        lines.append("| *exact kNN, same model (reference, not the product)* | " + " | ".join(_pct(ref["metrics"][x]) for x in metrics)
+                     + " | " + " / ".join(_pct(ref["metrics_with_adversarial"][x]) for x in metrics[:2]) + " | - | - | - |")
     lines += [f"- {m}: not available ({s['reason']})" for m, s in modes.items() if not s["available"]]
     lines += ["", "## Per category (in %; the paper's column order)", ""]
     for metric in metrics:
-        head = ["category", "n", *live] + (["paper DRAGON (all 10 conv.)"] if _paper_k(metric) else [])
+        head = ["category", "n", *live] + (["exact kNN (ref.)"] if ref else []) + (["paper DRAGON (all 10 conv.)"] if _paper_k(metric) else [])
         lines += [f"### {metric}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for c in PAPER_COLUMN_ORDER:
             name = CATEGORY_NAMES[c]
             n = report["categories"].get(name, 0)
             cells = [_pct(modes[m]["by_category"].get(name, {}).get(metric)) if n else "-" for m in live]
+            cells += [_pct(ref["by_category"].get(name, {}).get(metric)) if n else "-"] if ref else []
             paper = [f"{PAPER_DIALOG_RECALL[k][c]:.1f}"] if (k := _paper_k(metric)) else []
             lines.append(f"| {c} {name} | {n} | " + " | ".join(cells + paper) + " |")
         lines.append("")
