@@ -12,7 +12,7 @@ __version__ = "0.1.0"
 from . import errors
 from .client import Memory
 from .errors import *  # noqa: F403  (the typed error tree is public API; its names are errors.__all__)
-from .models import Chunk, ContextHit, Document, DocumentRef, Hit, IngestResult, QueryResponse
+from .models import Chunk, ContextHit, Document, DocumentRef, Hit, IngestResult, QueryResponse, RecallHit, RecallResponse
 from .parsing import ParseError
 from .sync import SyncMemory
 
@@ -27,6 +27,8 @@ __all__ = [
     "Memory",
     "ParseError",
     "QueryResponse",
+    "RecallHit",
+    "RecallResponse",
     "SyncMemory",
     "__version__",
 ]

@@ -52,6 +52,9 @@ from .models import (
     LinkCounts,
     QueryMode,
     QueryResponse,
+    RecallInclude,
+    RecallMode,
+    RecallResponse,
 )
 from .parsing import ParsedDocument, parse
 
@@ -161,6 +164,39 @@ class Memory:
         if not isinstance(text, str):
             raise TypeError(f"a query is a str, not {type(text).__name__}")
         return await asyncio.to_thread(self.embedder.embed_query, text)
+
+    # --- recall ---------------------------------------------------------------------
+    async def recall(
+        self,
+        query: str,
+        *,
+        mode: RecallMode = "hybrid",
+        k: int = 10,
+        include: Sequence[RecallInclude] | None = None,
+        lens: Lens | None = None,
+        labels: Sequence[str] | None = None,
+        threshold: float | None = None,
+        vector_weight: float | None = None,
+        graph_weight: float | None = None,
+        rrf_k: float | None = None,
+        graph_depth: int | None = None,
+        expand_context: bool | None = None,
+    ) -> RecallResponse:
+        """Facts and passages ranked together for ``query`` (MEMORY.md section 2):
+        embeds it (unless mode is bm25 or graph), then ONE round trip to
+        ``fn::amem::recall``. ``k`` is 1..50 (more is an InvalidInput: recall does
+        not clamp); ``include`` keeps ``facts`` and/or ``passages`` in the response."""
+        if not isinstance(query, str):
+            raise TypeError(f"a query is a str, not {type(query).__name__}")
+        opts = _clean({
+            "mode": mode, "k": k, "include": _strs("include", include), "lens": _lens(lens),
+            "labels": _strs("labels", labels), "threshold": threshold, "vectorWeight": vector_weight,
+            "graphWeight": graph_weight, "rrfK": rrf_k, "graphDepth": graph_depth, "expandContext": expand_context,
+        })
+        embedding = None if mode in ("bm25", "graph") else await self.embed_query(query)
+        if embedding is not None:
+            opts["embeddingModel"] = self.embedder.name
+        return _model(RecallResponse, await call(self.conn, "fn::amem::recall", query, embedding, opts))
 
     async def close(self) -> None:
         """Close the connection (an embedded engine is released)."""

@@ -41,7 +41,9 @@ class StoredFunction:
 
     @property
     def namespace(self) -> str:
-        return self.name.rsplit("::", 1)[0]
+        # an entry point fn::amem::recall lives with its steps fn::amem::recall::*
+        parts = self.name.split("::")
+        return self.name if len(parts) == 3 else "::".join(parts[:-1])
 
 
 def _source_defines(text: str) -> list[tuple[re.Pattern[str], int, int, str | None]]:

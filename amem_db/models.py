@@ -56,10 +56,22 @@ __all__ = [
     "LinkCounts",
     "QueryMode",
     "QueryResponse",
+    "RecallHit",
+    "RecallInclude",
+    "RecallMode",
+    "RecallResponse",
+    "RecallSource",
+    "SeedEntity",
 ]
 
 #: the retrieval modes of fn::amem::documents::query (spec: "Query modes")
 QueryMode = Literal["hybrid", "vector", "bm25", "hybrid_graph"]
+#: the modes of fn::amem::recall (MEMORY.md section 2)
+RecallMode = Literal["hybrid", "vector", "bm25", "graph"]
+#: what a recall response keeps (retrieval and reinforcement see both)
+RecallInclude = Literal["facts", "passages"]
+#: the record a recall hit is
+RecallSource = Literal["entity", "attribute", "relation", "memory_chunk", "chunk", "audio_chunk", "section"]
 #: orderings of fn::amem::keywords::list
 KeywordSort = Literal["-document_count", "document_count", "text", "-text"]
 DocumentStatus = Literal["processing", "ready", "failed"]
@@ -369,3 +381,49 @@ class FactHistory(_Returned):
     entity: str
     key: str
     rows: list[FactRow]
+
+
+# --- unified recall (camelCase keys, as the query read path) ---------------------------
+class RecallHit(_Camel):
+    """One ranked fact or passage. ``citation`` says where it came from: for a fact
+    ``{fact, entity, key, value, target, write, confidence, recordedAt, source}``,
+    for a memory passage ``{memoryPassage, write, charStart, charEnd, sessionId,
+    role, source}`` (``source`` is the write's ``{kind, ref, span}``), for a document
+    passage ``{document, title, chunk, section, charStart, charEnd}``, for an entity
+    ``{entity, type, name}``."""
+
+    id: str
+    text: str
+    source: RecallSource
+    score: float
+    occurred_at: datetime | None = None
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    importance: float | None = None
+    citation: dict[str, Any] = {}
+
+
+class SeedEntity(_Camel):
+    """An entity the query names (by name or alias): the graph leg starts there."""
+
+    id: str
+    name: str
+    type: str
+    named: list[str] = []
+
+
+class RecallResponse(_Camel):
+    """``fn::amem::recall``: one ranked ``hits`` list over facts and passages,
+    ``context_hits`` (section siblings of document hits, outside k),
+    ``seed_entities``, ``classification_kind``, ``tier`` / ``tier_reason``,
+    ``query_ms``, ``warnings`` and the ``trace`` (per hit, per signal)."""
+
+    hits: list[RecallHit]
+    context_hits: list[ContextHit] = []
+    seed_entities: list[SeedEntity] = []
+    classification_kind: Literal["direct_lookup", "hybrid", "full_context"] = "hybrid"
+    tier: str = "hybrid"
+    tier_reason: str | None = None
+    query_ms: float = 0.0
+    warnings: list[str] = []
+    trace: dict[str, Any] | None = None

@@ -159,6 +159,7 @@ class SyncMemory(_Facade):
 
     migrate = _twin(Memory.migrate)
     embed_query = _twin(Memory.embed_query)
+    recall = _twin(Memory.recall)
     reopen_if_wal_full = _twin(Memory.reopen_if_wal_full)
 
     def close(self) -> None:
