@@ -165,3 +165,35 @@ def test_exact_knn_reference_ranks_within_the_question_conversation(slice_dir):
     assert run.rankings["conv-1:q1"][0] == "conv-1:D2:1"  # the question is that passage's exact text
     assert all(len(r) == 3 for q, r in run.rankings.items() if q.startswith("conv-1"))
     assert sorted(run.rankings["conv-2:q0"]) == ["conv-2:D1:1", "conv-2:D1:2"]  # conv-2 has two turns: nothing else
+
+
+def test_eval_command_recalls_each_question_within_its_conversation(slice_dir, tmp_path):
+    from typer.testing import CliRunner
+
+    from amem_db.cli import app
+
+    out = tmp_path / "report"
+    result = CliRunner().invoke(app, ["--url", "mem://", "--embedder", "hash:384", "eval", str(slice_dir),
+                                      "--modes", "bm25,hybrid", "--k", "10", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "per category" in result.output
+    report = json.loads((out / "report.json").read_text())
+    assert report["kind"] == "conversations" and report["conversations"] == ["conv-1", "conv-2"]
+    assert (report["turns"], report["queries"], report["ingest"]["written"]) == (6, 4, 6)
+    assert report["categories"] == {"multi-hop": 1, "temporal": 1, "open-domain": 0, "single-hop": 1, "adversarial": 1}
+    assert report["metrics"] == ["recall@5", "recall@10", "ndcg@10"]
+    for mode in ("bm25", "hybrid"):
+        s = report["modes"][mode]
+        assert s["available"] and s["queries"] == 4
+        # the lens keeps every question inside its own conversation ("pottery" is said in both)
+        for qid, ranking in s["top10"].items():
+            assert ranking and all(t.startswith(qid.split(":")[0] + ":") for t in ranking), (mode, qid, ranking)
+        assert s["top10"]["conv-1:q1"][0] == "conv-1:D2:1"  # "Pixel knocked ..." names the only turn with both words
+    # the ranx figures are the mean of what the rankings say (no score is asserted beyond that)
+    bm25 = report["modes"]["bm25"]
+    found = [any(t in report_qrels for t in bm25["top10"][q][:10]) for q, report_qrels in
+             {"conv-1:q0": ["conv-1:D1:2"], "conv-1:q1": ["conv-1:D2:1"]}.items()]
+    assert bm25["by_category"]["temporal"]["recall@10"] == float(found[0])
+    assert bm25["by_category"]["single-hop"]["recall@10"] == float(found[1])
+    md = (out / "report.md").read_text()
+    assert "paper DRAGON" in md and "exact kNN" in md

@@ -303,12 +303,11 @@ def turn_ranking(hits: Any) -> list[str]:
 
 async def recall_turn_ids(mem: Any, question: str, embedding: list[float] | None, mode: str, k: int,
                           lens: list[list[str]]) -> list[str]:
-    """The turns recall returns for one question: memory passages only, within the lens."""
-    from amem_db.errors import NotImplementedMode
-
-    if not hasattr(mem, "recall"):
-        raise NotImplementedMode("unified recall (fn::amem::recall) is not in this client yet")
-    del embedding  # recall embeds the question itself (cached, so each mode pays once)
+    """The turns ``mem.recall`` (fn::amem::recall) returns for one question:
+    memory passages only, within the lens. ``embedding`` is unused: mem.recall
+    embeds the question itself (through the embedding cache, so only the first
+    mode pays the model)."""
+    del embedding
     resp = await mem.recall(question, mode=mode, k=k, include=["passages"], lens=lens)
     return turn_ranking(resp.hits)
 
