@@ -72,6 +72,8 @@ async def eval_command(
                                               'e.g. \'{"mimeType": ["application/jsonl"]}\''),
     title: str = typer.Option("separate", help="separate: titles stay document metadata (the product's JSONL path); "
                               "prepend: title + blank line + text is what gets chunked, embedded and indexed"),
+    vector_weight: float | None = typer.Option(None, help="conversations only: recall's vectorWeight (default 0.5), "
+                                               "the vector leg's share of RRF in hybrid"),
     speaker: str = typer.Option("prefix", help="conversations only: prefix writes each turn as 'Speaker: text' "
                                 "(questions name the person; the turn rarely does); none writes the bare text"),
     db_dir: Path = typer.Option(Path("results/.db"), help="where the cached per-dataset databases live"),
@@ -113,6 +115,9 @@ async def eval_command(
     loaded = []
     for d in datasets:
         conversations = is_conversation_collection(d)
+        if not conversations and vector_weight is not None:
+            raise typer.BadParameter(f"{d} is a document collection: --vector-weight applies to conversations only",
+                                     param_hint="--vector-weight")
         if conversations and (filter_obj is not None or title != "separate" or threshold is not None):
             raise typer.BadParameter(f"{d} is a conversation collection: --filter, --title and --threshold apply to "
                                      "documents only", param_hint="DATASETS")
@@ -132,7 +137,8 @@ async def eval_command(
             progress = eval_progress(bar, task, ds.name)
             if isinstance(ds, Conversations):
                 reports.append(await evaluate_conversations(
-                    ds, embedder, modes=mode_list, k=k, speaker=speaker, url=session.options.url, db_dir=db_dir,
+                    ds, embedder, modes=mode_list, k=k, speaker=speaker, vector_weight=vector_weight,
+                    url=session.options.url, db_dir=db_dir,
                     fresh=fresh, progress=progress))
             else:
                 reports.append(await evaluate_dataset(

@@ -302,18 +302,18 @@ def turn_ranking(hits: Any) -> list[str]:
 
 
 async def recall_turn_ids(mem: Any, question: str, embedding: list[float] | None, mode: str, k: int,
-                          lens: list[list[str]]) -> list[str]:
+                          lens: list[list[str]], *, vector_weight: float | None = None) -> list[str]:
     """The turns ``mem.recall`` (fn::amem::recall) returns for one question:
     memory passages only, within the lens. ``embedding`` is unused: mem.recall
     embeds the question itself (through the embedding cache, so only the first
     mode pays the model)."""
     del embedding
-    resp = await mem.recall(question, mode=mode, k=k, include=["passages"], lens=lens)
+    resp = await mem.recall(question, mode=mode, k=k, include=["passages"], lens=lens, vector_weight=vector_weight)
     return turn_ranking(resp.hits)
 
 
 async def run_recall_mode(mem: Any, cs: Conversations, mode: str, *, k: int = MAX_RECALL_K,
-                          progress: Progress | None = None) -> ModeRun:
+                          vector_weight: float | None = None, progress: Progress | None = None) -> ModeRun:
     """Every judged question in one mode; a mode recall does not implement is reported, not raised."""
     from amem_db.errors import NotImplementedMode
 
@@ -322,7 +322,7 @@ async def run_recall_mode(mem: Any, cs: Conversations, mode: str, *, k: int = MA
     for i, (qid, q) in enumerate(cs.questions.items()):
         t0 = time.perf_counter()
         try:
-            ranking = await recall_turn_ids(mem, q.text, None, mode, k, lens_of(q.conversation))
+            ranking = await recall_turn_ids(mem, q.text, None, mode, k, lens_of(q.conversation), vector_weight=vector_weight)
         except NotImplementedMode as exc:
             run.available, run.error = False, str(exc)
             break
@@ -385,8 +385,9 @@ def recall_summary(cs: Conversations, run: ModeRun, metrics: list[str]) -> dict[
 
 
 async def evaluate_conversations(cs: Conversations, embedder: Any, *, modes: list[str], k: int = MAX_RECALL_K,
-                                 speaker: str = "prefix", url: str | None = None, db_dir: Path = DEFAULT_DB_DIR,
-                                 fresh: bool = False, progress: Progress | None = None) -> dict[str, Any]:
+                                 speaker: str = "prefix", vector_weight: float | None = None, url: str | None = None,
+                                 db_dir: Path = DEFAULT_DB_DIR, fresh: bool = False,
+                                 progress: Progress | None = None) -> dict[str, Any]:
     """Write (or reuse) the turns, recall every judged question in every mode, return the report dict."""
     from amem_db.connection import close_quietly
 
@@ -406,7 +407,8 @@ async def evaluate_conversations(cs: Conversations, embedder: Any, *, modes: lis
         for mode in modes:
             if progress:
                 progress("mode", {"mode": mode, "total": len(cs.questions)})
-            summaries[mode] = recall_summary(cs, await run_recall_mode(prepared.mem, cs, mode, k=k, progress=progress), metrics)
+            run = await run_recall_mode(prepared.mem, cs, mode, k=k, vector_weight=vector_weight, progress=progress)
+            summaries[mode] = recall_summary(cs, run, metrics)
         embedder_name = prepared.mem.embedder.name
         reference = recall_summary(cs, exact_knn_rankings(cs, prepared.mem.embedder, speaker=speaker, k=k), metrics)
     finally:
@@ -416,6 +418,7 @@ async def evaluate_conversations(cs: Conversations, embedder: Any, *, modes: lis
         "kind": KIND, "dataset": cs.name, "split": cs.split, "path": str(cs.path),
         "conversations": cs.conversations, "corpus_documents": len(cs.turns), "turns": len(cs.turns),
         "queries": len(cs.questions), "metrics": metrics, "k": k, "speaker": speaker, "embedder": embedder_name,
+        "vector_weight": vector_weight,
         "categories": {CATEGORY_NAMES.get(c, str(c)): len(ids) for c, ids in sorted(groups.items())},
         "adversarial_file": cs.adversarial_file, "adversarial_without_evidence": cs.adversarial_without_evidence,
         "database": {"url": prepared.url, "key": prepared.key, "cached": prepared.cached,
@@ -445,7 +448,8 @@ def render_markdown(report: dict[str, Any]) -> str:
              f"- {report['turns']} turns written as memory passages (speaker {report['speaker']}, category knowledge, "
              f"one scope per conversation); {report['queries']} judged questions "
              + ", ".join(f"{n} {c}" for c, n in report["categories"].items())
-             + f"; recall k = {report['k']}, include passages, lens = the question's conversation",
+             + f"; recall k = {report['k']}, include passages, lens = the question's conversation, vectorWeight = "
+             + (f"{report['vector_weight']}" if report.get("vector_weight") is not None else "default (0.5)"),
              f"- embedder: {report['embedder']}; engine {report['engine']['version']}",
              f"- database: {db['url']} ({'cached' if db['cached'] else 'written now'}"
              + (f", {db['size_bytes'] / 1e6:.1f} MB on disk" if db.get("size_bytes") else "") + ")",
