@@ -24,11 +24,14 @@ demo: install
 	$(BIN)/amem-db query "how long do I have to return an unopened keyboard?" --k 3
 	$(BIN)/amem-db query "MLWK3LL/A" --mode bm25 --k 3 --no-context
 	$(BIN)/amem-db keywords list --min-document-count 2 --limit 5
-	$(BIN)/amem-db remember "Alice Smith joined Acme as VP Engineering." --fact 'person:Alice Smith role=VP Engineering' \
-		--fact 'person:Alice Smith works_at->organisation:Acme' --observed-at 2024-01-10T00:00:00Z --idempotency-key demo-1
-	$(BIN)/amem-db remember --fact 'person:Alice Smith role=CTO' --observed-at 2025-03-01T00:00:00Z --idempotency-key demo-2
+	$(BIN)/amem-db remember "Alice Smith joined Acme as VP Engineering; she owns the Returns Policy." --category knowledge \
+		--fact 'person:Alice Smith role=VP Engineering' --fact 'person:Alice Smith works_at->organisation:Acme' \
+		--fact 'person:Alice Smith owns->policy:Returns Policy' --observed-at 2024-01-10T00:00:00Z --idempotency-key demo-fact-1
+	$(BIN)/amem-db remember --fact 'person:Alice Smith role=CTO' --observed-at 2025-03-01T00:00:00Z --idempotency-key demo-fact-2
 	$(BIN)/amem-db entities get person "alice smith"
 	$(BIN)/amem-db entities history person "Alice Smith" role
+	$(BIN)/amem-db recall "What is Alice Smith's role?" --k 5
+	$(BIN)/amem-db recall "Who owns the Returns Policy, and how long is the return window?" --k 6
 
 # ruff over the tree, mypy over amem_db/ (strict on the public client: pyproject)
 lint: install

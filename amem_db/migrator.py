@@ -335,6 +335,7 @@ class Migrator:
         if plan.up_to_date:
             return plan
         await self._bootstrap()
+        await self._strict()
         if force_unlock:
             await self.unlock()
         await self._lock()
@@ -408,6 +409,20 @@ class Migrator:
                 raise MigrationError(f"could not create the migrator's bookkeeping tables: {message}")
             await asyncio.sleep(0.05 * (attempt + 1))
         raise MigrationError("could not create the migrator's bookkeeping tables: repeated write conflicts; try again")
+
+    async def _strict(self) -> None:
+        """Put the database in STRICT mode: a CREATE into an undefined table is refused
+        instead of defining it. Without it a record user could define tables (issue 15
+        finding 3: hundreds per second, and a name squatted before a migration makes
+        that migration fail). Idempotent; the data stays. A credential that may not
+        define databases (a database-level user) cannot set it: docs/SECURITY.md."""
+        (db,) = await self.conn.query("RETURN session::db()")
+        if not isinstance(db, str) or not re.fullmatch(r"[A-Za-z0-9_-]+", db):
+            return
+        raw = await self.conn.query_raw(f"DEFINE DATABASE OVERWRITE `{db}` STRICT")
+        message = _root_cause(raw) or (_error_text(raw["error"]) if raw.get("error") else None)
+        if message is not None and "permission" not in message.lower():
+            raise MigrationError(f"could not put the database in strict mode: {message}")
 
     async def lock_holder(self) -> dict[str, Any] | None:
         if "amem_lock" not in await self._tables():

@@ -180,6 +180,23 @@ def test_remember_errors_are_one_line_and_change_nothing(db_args):
     assert "no person named" in one_line_error(cli(*db_args, "entities", "get", "person", "Nobody New"))
 
 
+def test_recall_table_json_and_one_line_errors(db_args):
+    assert cli(*db_args, "remember", "Ada Byron writes the engine notes.", "--category", "knowledge",
+               "--fact", "person:Ada Byron role=analyst").exit_code == 0
+    table = cli(*db_args, "recall", "What is Ada Byron's role?", "--k", "5")
+    assert table.exit_code == 0, table.output
+    row1 = next(line for line in table.stdout.splitlines() if line.startswith("│ 1 "))
+    assert "attribute" in row1 and "Ada Byron:" in row1 and "write" in row1  # the table wraps long cells
+    assert "direct_lookup; names Ada Byron" in table.stdout
+    top = json.loads(cli(*db_args, "recall", "What is Ada Byron's role?", "--json").stdout)["hits"][0]
+    assert top["text"] == "Ada Byron: role = analyst" and top["citation"]["key"] == "role"
+    data = json.loads(cli(*db_args, "recall", "Ada Byron engine notes", "--include", "passages", "--json").stdout)
+    assert data["hits"] and {h["source"] for h in data["hits"]} <= {"memory_chunk", "chunk", "audio_chunk"}
+    assert any(h["text"] == "Ada Byron writes the engine notes." for h in data["hits"])
+    assert "k must be a whole number from 1 to 50" in one_line_error(cli(*db_args, "recall", "x", "--k", "51"))
+    assert "include must be" in one_line_error(cli(*db_args, "recall", "x", "--include", "everything"))
+
+
 def test_hostile_jsonl_files_fail_one_line_each_and_the_run_goes_on(db_args, tmp_path):
     (tmp_path / "deep.jsonl").write_text('{"_id": "d", "text": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
     (tmp_path / "surrogate.jsonl").write_text('{"_id": "s", "text": "bad \\ud800 here"}\n')

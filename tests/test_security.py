@@ -13,11 +13,12 @@ import sys
 import pytest
 import pytest_asyncio
 from devserver_fixture import ROOT_PASSWORD, ROOT_USER, dev_server, unique_name  # noqa: F401
+from surrealdb import RecordID
 from surrealdb.errors import NotAllowedError, NotFoundError
 
 from amem_db import access
 from amem_db.connection import Target, close_quietly, open_connection
-from amem_db.db import call
+from amem_db.db import call, plain
 from amem_db.embedding import get_embedder
 from amem_db.errors import AmemError, AuthenticationFailed, NotFound, PermissionDenied
 from amem_db.ingest import Item, ingest_items
@@ -278,6 +279,11 @@ async def test_raw_surrealql_cannot_cross_scopes(world):
         f"RELATE {b_doc}->document_link->{b_doc} SET href = 'x', scopes = ['org/a'] RETURN AFTER",
         f"RELATE document:{w.a_docs[0]}->document_link->{b_doc} SET href = 'x', scopes = ['org/a'] RETURN AFTER",
         "SELECT * FROM keyword WHERE scopes CONTAINS 'org/b'", "SELECT scopes, scope_keys FROM keyword",
+        # issue 15 findings 1-2: shared keyword nodes can be neither rescoped, blanked, deleted nor planted
+        "UPDATE keyword SET scopes = ['org/a'] RETURN VALUE text", "UPDATE keyword SET embedding = NONE, text = 'pwned' RETURN AFTER",
+        "UPSERT keyword SET scopes = ['org/a', 'org/b'] RETURN AFTER", "DELETE keyword RETURN BEFORE",
+        "CREATE keyword:⟨pwned phrase⟩ SET text = 'pwned', normalised = 'pwned phrase', scopes = ['org/b'] RETURN AFTER",
+        f"RELATE document:{w.a_docs[0]}->knowledge_has_keyword->keyword:⟨pwned phrase⟩ SET score = 99, scopes = ['org/b'] RETURN AFTER",
         "SELECT * FROM amem_migration", "SELECT * FROM amem_lock", "SELECT key_hash FROM amem_principal",
         "SELECT * FROM amem_principal", "UPDATE amem_principal SET admin = true, write = ['org'] RETURN AFTER",
         "CREATE amem_principal:evil SET name = 'evil', key_hash = 'x', read = ['org'] RETURN AFTER",
@@ -439,3 +445,79 @@ async def test_cli_grant_keys_revoke(world):
     assert code == 0, err
     code, out, err = await cli("--url", w.url, "--ns", w.ns, "--db", "test", "--key", key, "documents", "list")
     assert code == 1 and "authentication_failed" in err
+
+
+# --- unified recall ---------------------------------------------------------------------
+MEMORY_WORDS = ["Shared Person", "shared person role", "bsecretalias", "bsecretco", "bsecretnote", "employer", "hobby",
+                "asecretrole2", "Shared Person's employer"]
+
+
+async def test_leak_randomised_recall(world):
+    """Random recalls by a writer and a read-only principal in every mode, include,
+    lens and labels: nothing of tenant B (its values, alias, edge, passage, ids)."""
+    w = world
+    rnd = random.Random(11)
+    callers = [("tenant-a", w.A), ("reader-a-team", w.conns["reader-a-team"])]
+    hits = 0
+    n_calls = int(__import__("os").environ.get("AMEM_LEAK_N", 240)) // 3
+    for n in range(n_calls):
+        q = " ".join(rnd.sample(WORDS, rnd.randint(0, 3)) + rnd.sample(MEMORY_WORDS, rnd.randint(1, 2))
+                     + rnd.choice([[], [f"bsecret{rnd.randrange(N_DOCS)}"], [f"asecret{rnd.randrange(N_DOCS)}"]]))
+        mode = ["hybrid", "vector", "bm25", "graph"][n % 4]
+        lens = rnd.choice(LENSES)
+        opts = {"mode": mode, "k": rnd.choice([1, 5, 10, 50]), "graphDepth": rnd.choice([1, 2])}
+        if lens is not None:
+            opts["lens"] = lens
+        if rnd.random() < 0.3:
+            opts["include"] = rnd.choice([["facts"], ["passages"]])
+        _, conn = callers[n % 2]
+        emb = None if mode in ("bm25", "graph") else w.emb.embed_query(q)
+        try:
+            res = await call(conn, "fn::amem::recall", q, emb, opts)
+        except AmemError as exc:
+            assert_no_b(w, str(exc), allow_scope_names=True, own=q)
+            continue
+        assert_no_b(w, res, allow_scope_names=lens is not None and any("org/b" in p for c in lens for p in c), own=q)
+        if "bsecretalias" in q and "shared" not in q.lower():  # B's alias names nothing A can see
+            assert res["seedEntities"] == [], res["seedEntities"]
+        for h in res["hits"]:
+            if h["source"] == "chunk":
+                assert h["citation"]["document"].split(":", 1)[1] in w.a_docs
+        hits += len(res["hits"])
+    assert hits > n_calls  # recall finds A's rows: the test is not vacuous
+
+
+async def test_recall_reinforces_for_a_read_only_principal_never_across_scopes(world):
+    """A read-only principal's recall reinforces what it read (through the trace's
+    owner-rights event); a hand-made trace naming B's rows reinforces nothing."""
+    w = world
+    reader = w.conns["reader-a-team"]
+    out = await call(w.A, "fn::amem::facts::write", {"triples": [{"entity": {"type": "person", "name": "Team Lead Tess"},
+                                                                  "key": "desk", "value": "d42"}], "scopes": ["org/a/team"]}, None)
+    tess = out["triples"][0]["id"]
+    (b_attrs,) = await w.root.query("SELECT id, importance FROM attribute WHERE scope_keys CONTAINS 'org/b' ORDER BY id")
+    res = await call(reader, "fn::amem::recall", "Team Lead Tess desk d42", None, {"mode": "bm25", "include": ["facts"]})
+    assert tess in [plain(h["id"]) for h in res["hits"]]
+    (imp,) = await w.root.query(f"SELECT VALUE importance FROM {tess}")
+    assert imp == [pytest.approx(0.88)]
+    with pytest.raises(PermissionDenied):  # the reader cannot write the row itself
+        await call(reader, "fn::amem::facts::write", {"triples": [{"entity": {"type": "person", "name": "Team Lead Tess"},
+                                                                    "key": "desk", "value": "d43"}]}, None)
+    forged = [{"id": RecordID("attribute", a["id"].id), "source": "attribute"} for a in b_attrs]
+    await reader.query("CREATE retrieval_trace CONTENT {query: 'x', mode: 'recall', options: {}, legs: {}, hits: $h, "
+                       "timings: {}, caller: <string> $auth.id}", {"h": forged})
+    (after,) = await w.root.query("SELECT id, importance FROM attribute WHERE scope_keys CONTAINS 'org/b' ORDER BY id")
+    assert after == b_attrs
+
+
+async def test_record_users_cannot_define_tables(world):
+    """Issue 15 finding 3: migrate puts the database in STRICT mode, so a record
+    user's write into an unknown table is refused instead of defining it (a name
+    squatted that way would also make a later migration fail)."""
+    w = world
+    for sql in ["CREATE squat_a:1 SET a = 1", "INSERT INTO squat_b { a: 1 }", "UPSERT squat_c:1 SET a = 1",
+                f"RELATE document:{w.a_docs[0]}->squat_d->document:{w.a_docs[1]}"]:
+        with pytest.raises(Exception, match="does not exist"):
+            await w.A.query(sql)
+    (info,) = await w.root.query("INFO FOR DB")
+    assert not [t for t in info["tables"] if t.startswith("squat")]

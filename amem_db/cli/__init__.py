@@ -9,7 +9,7 @@ one place (importing a command module registers nothing):
 | ``migrate`` | ``migrate``, ``status``, ``verify`` |
 | ``documents`` | ``ingest``, ``documents list/get/chunks/delete/reprocess/recompute-links`` |
 | ``keywords`` | ``keywords for-document/list/get/search`` |
-| ``query`` | ``query`` |
+| ``query`` | ``query``, ``recall`` (the read paths) |
 | ``memory`` | ``remember``, ``entities list/get/history`` |
 | ``access`` | ``grant``, ``keys list/revoke`` |
 | ``harness`` | ``eval``, ``bench`` (the ``eval`` / ``bench`` extras) |
@@ -46,6 +46,7 @@ def build_app() -> typer.Typer:
     root.command("verify")(command(CONNECTION)(migrate.verify))
     root.command("ingest")(command(MEMORY)(documents.ingest))
     root.command("query")(command(MEMORY)(query.query))
+    root.command("recall")(command(MEMORY)(query.recall))
     root.command("remember")(command(MEMORY)(memory.remember))
     root.command("grant")(command(CONNECTION)(access.grant))
     root.command("eval")(command(("url", "embedder"))(harness.eval_command))

@@ -75,3 +75,54 @@ async def query(
     out.print(f"{len(response['results'])} results{extra} in {response['queryMs']:.0f} ms ({mode})")
     for w in response.get("warnings") or []:
         out.print(f"[yellow]note[/]: {w}")
+
+
+def citation_text(hit: dict[str, Any]) -> str:
+    """Where a recall hit came from, in one line (display only)."""
+    c = hit.get("citation") or {}
+    src = c.get("source") if isinstance(c.get("source"), dict) else None
+    if hit["source"] in ("chunk", "audio_chunk"):
+        return f"{c.get('title') or c.get('document')} [{c.get('charStart')}:{c.get('charEnd')}]"
+    if hit["source"] == "memory_chunk":
+        said = f" ({src.get('kind')} {src.get('ref')})" if src else ""
+        return f"write {c.get('write')} [{c.get('charStart')}:{c.get('charEnd')}]{said}"
+    if hit["source"] in ("attribute", "relation"):
+        said = f" ({src.get('kind')} {src.get('ref')})" if src else ""
+        return f"write {c.get('write')}, confidence {c.get('confidence')}{said}"
+    return str(c.get("entity") or hit["id"])
+
+
+def _when(value: Any) -> str:
+    return str(value)[:10] if value else ""
+
+
+async def recall(
+    session: Session,
+    text: str = typer.Argument(..., help="what to remember: a question or keywords"),
+    mode: str = typer.Option("hybrid", "--mode", help="hybrid | vector | bm25 | graph"),
+    k: int = typer.Option(10, "--k", help="answer size, 1..50 (more is an error: recall does not clamp)"),
+    include: list[str] = typer.Option([], "--include", help="facts | passages (repeatable; default both)"),
+    label: list[str] = typer.Option([], "--label", help="only rows carrying every given label (repeatable)"),
+    lens: list[str] = lens_option(),
+    graph_depth: int | None = typer.Option(None, "--graph-depth", help="relation hops from the entities the query names: 1 or 2 (default 2)"),
+    no_context: bool = typer.Option(False, "--no-context", help="no same-section contextHits for document passages"),
+    json_output: bool = json_option("the full response (hits, contextHits, seedEntities, trace) as JSON"),
+) -> None:
+    """Recall facts and passages together, ranked in one database round trip.
+
+    Example: amem-db recall "what is Alice's role?" --k 5
+    """
+    mem = await session.memory()
+    response = as_json(await mem.recall(
+        text, mode=mode, k=k, include=include or None, labels=label or None,
+        lens=parse_lens(lens), graph_depth=graph_depth, expand_context=False if no_context else None))
+    if json_output:
+        return print_json(response)
+    table = Table("#", "source", "score", "text", "valid", "citation", show_lines=True)
+    for rank, hit in enumerate(response["hits"], 1):
+        valid = f"{_when(hit.get('validFrom')) or '…'} .. {_when(hit.get('validUntil')) or 'open'}" if hit["source"] in ("attribute", "relation", "memory_chunk") else ""
+        table.add_row(str(rank), hit["source"], f"{hit['score']:.3f}", snippet(hit["text"], text), valid, escape(citation_text(hit)))
+    out.print(table)
+    seeds = ", ".join(s["name"] for s in response.get("seedEntities") or [])
+    named = f"; names {seeds}" if seeds else ""
+    out.print(f"{len(response['hits'])} hits in {response['queryMs']:.0f} ms ({mode}, {response['classificationKind']}{named})")
