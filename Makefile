@@ -54,12 +54,14 @@ functions: install
 goldens: install
 	AMEM_UPDATE_GOLDENS=1 $(BIN)/python -m pytest -q tests/test_query.py -k plan
 
-# Retrieval quality per mode on the shared splits (docs/EVALUATION.md).
+# Retrieval quality per mode on the shared splits (docs/EVALUATION.md); LoCoMo
+# (dev) is a conversation collection: turns written as memory passages, questions recalled.
 eval: install
 	$(BIN)/pip install -q -e ".[test,eval]"
 	$(BIN)/amem-db eval $(DATASETS)/scifact
 	$(BIN)/amem-db eval $(DATASETS)/cranfield
 	$(BIN)/amem-db eval $(DATASETS)/cisi
+	$(BIN)/amem-db eval $(DATASETS)/locomo
 
 # Speed and scale beside the raw engine, LanceDB, bm25s and numpy (docs/BENCHMARKS.md).
 bench: install

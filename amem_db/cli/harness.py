@@ -40,6 +40,10 @@ def eval_progress(bar: Progress, task: TaskID, name: str) -> Any:
         elif kind == "document":
             bar.advance(task)
             bar.update(task, info=f"{info['chunks']} chunks")
+        elif kind == "turns":
+            bar.update(task, description=f"{name}: write turns", total=info["total"], completed=0)
+        elif kind == "turn":
+            bar.update(task, completed=info["done"], info=f"{info['passages']} passages")
         elif kind == "embedded":
             rate = info["total"] / info["seconds"] if info["seconds"] else 0
             bar.update(task, info=f"embedding {rate:.1f} texts/s")
@@ -55,8 +59,9 @@ async def eval_command(
     session: Session,
     datasets: list[Path] = typer.Argument(..., help="BEIR-layout folder(s): corpus.jsonl, queries.jsonl, qrels/<split>.tsv"),
     split: str | None = typer.Option(None, help="qrels split to score (default: the only one in qrels/)"),
-    modes: str = typer.Option("bm25,vector,hybrid,hybrid_graph", help="comma-separated query modes; a mode the engine "
-                              "does not implement yet is reported as not available"),
+    modes: str | None = typer.Option(None, help="comma-separated modes (documents: bm25,vector,hybrid,hybrid_graph; "
+                                     "conversations: bm25,vector,hybrid, graph on request); a mode the engine does not "
+                                     "implement yet is reported as not available"),
     k: int = typer.Option(50, help="passages requested per query (max 50); Recall@k is reported next to @10"),
     compare: Path | None = typer.Option(None, "--compare", help="an earlier report.json (or its folder): print deltas per metric and mode"),
     out_dir: Path | None = typer.Option(None, "--out", help="report folder (default results/eval/<dataset>/; "
@@ -67,6 +72,10 @@ async def eval_command(
                                               'e.g. \'{"mimeType": ["application/jsonl"]}\''),
     title: str = typer.Option("separate", help="separate: titles stay document metadata (the product's JSONL path); "
                               "prepend: title + blank line + text is what gets chunked, embedded and indexed"),
+    vector_weight: float | None = typer.Option(None, help="conversations only: recall's vectorWeight (default 0.5), "
+                                               "the vector leg's share of RRF in hybrid"),
+    speaker: str = typer.Option("prefix", help="conversations only: prefix writes each turn as 'Speaker: text' "
+                                "(questions name the person; the turn rarely does); none writes the bare text"),
     db_dir: Path = typer.Option(Path("results/.db"), help="where the cached per-dataset databases live"),
     fresh: bool = typer.Option(False, "--fresh", help="re-ingest even if a cached database exists"),
     json_output: bool = json_option("print the report(s) as JSON"),
@@ -74,6 +83,8 @@ async def eval_command(
     """Score retrieval (nDCG@10, Recall@10, Recall@k, MRR@10 via ranx) per mode and per query type.
 
     Ingests the corpus into a database cached by content hash (results/.db/), runs every judged query through mem.documents.query, and writes report.md, report.json and report.png.
+
+    A conversation collection (corpus lines are dialog turns with metadata.conversation / dia_id, e.g. LoCoMo) is written turn by turn through mem.facts.write as memory passages and its questions go through mem.recall with the conversation as lens; it reports Recall@5/10/25/50 and nDCG@10 overall and per question category.
 
     --url (e.g. mem://) replaces the cached database; --embedder picks the model.
 
@@ -85,16 +96,15 @@ async def eval_command(
     from ..harness.common import json_safe
     from ..harness.database import TITLE_MODES
     from ..harness.datasets import load_dataset
-    from ..harness.evaluation import ALL_MODES, evaluate_dataset
+    from ..harness.evaluation import evaluate_dataset
+    from ..harness.locomo import SPEAKER_MODES, Conversations, evaluate_conversations, is_conversation_collection, load_conversations
 
-    mode_list = [m.strip() for m in modes.split(",") if m.strip()]
-    bad = [m for m in mode_list if m not in ALL_MODES]
-    if bad:
-        raise typer.BadParameter(f"unknown mode {bad[0]!r}; modes: {', '.join(ALL_MODES)}", param_hint="--modes")
-    if not 1 <= k <= MAX_K:
+    if not 1 <= k <= MAX_K:  # recall's maximum is the same 50
         raise typer.BadParameter(f"k must be 1..{MAX_K} (the query API's maximum)", param_hint="--k")
     if title not in TITLE_MODES:
         raise typer.BadParameter(f"one of {', '.join(TITLE_MODES)}", param_hint="--title")
+    if speaker not in SPEAKER_MODES:
+        raise typer.BadParameter(f"one of {', '.join(SPEAKER_MODES)}", param_hint="--speaker")
     if compare is not None and len(datasets) > 1:
         raise typer.BadParameter("--compare takes one dataset at a time", param_hint="--compare")
     try:
@@ -104,19 +114,36 @@ async def eval_command(
     old = rp.load_report(compare) if compare is not None else None
     loaded = []
     for d in datasets:
+        conversations = is_conversation_collection(d)
+        if not conversations and vector_weight is not None:
+            raise typer.BadParameter(f"{d} is a document collection: --vector-weight applies to conversations only",
+                                     param_hint="--vector-weight")
+        if conversations and (filter_obj is not None or title != "separate" or threshold is not None):
+            raise typer.BadParameter(f"{d} is a conversation collection: --filter, --title and --threshold apply to "
+                                     "documents only", param_hint="DATASETS")
+        mode_list = _mode_list(modes, conversations)
         try:
-            loaded.append(load_dataset(d, split, limit_queries=limit_queries))
+            ds = load_conversations(d, split, limit_queries=limit_queries) if conversations else \
+                load_dataset(d, split, limit_queries=limit_queries)
         except (FileNotFoundError, ValueError) as exc:
             raise typer.BadParameter(str(exc), param_hint="DATASETS") from None
+        loaded.append((ds, mode_list))
     embedder = get_embedder(session.embedder_spec)
 
     reports = []
-    for ds in loaded:
+    for ds, mode_list in loaded:
         with Progress(*_COLUMNS, console=err, transient=True, disable=json_output) as bar:
             task = bar.add_task(f"{ds.name}: database", total=None, info="")
-            reports.append(await evaluate_dataset(
-                ds, embedder, modes=mode_list, k=k, threshold=threshold, filter=filter_obj, title_mode=title,
-                url=session.options.url, db_dir=db_dir, fresh=fresh, progress=eval_progress(bar, task, ds.name)))
+            progress = eval_progress(bar, task, ds.name)
+            if isinstance(ds, Conversations):
+                reports.append(await evaluate_conversations(
+                    ds, embedder, modes=mode_list, k=k, speaker=speaker, vector_weight=vector_weight,
+                    url=session.options.url, db_dir=db_dir,
+                    fresh=fresh, progress=progress))
+            else:
+                reports.append(await evaluate_dataset(
+                    ds, embedder, modes=mode_list, k=k, threshold=threshold, filter=filter_obj, title_mode=title,
+                    url=session.options.url, db_dir=db_dir, fresh=fresh, progress=progress))
     root = out_dir if (out_dir is not None and len(reports) > 1) else rp.DEFAULT_OUT_ROOT
     for report in reports:
         target = out_dir if (out_dir is not None and len(reports) == 1) else root / report["dataset"]
@@ -138,11 +165,26 @@ async def eval_command(
             out.print(f"wrote {png} and summary.json")
 
 
+def _mode_list(modes: str | None, conversations: bool) -> list[str]:
+    """The modes asked for (or the collection kind's default), each one the kind knows."""
+    from ..harness.evaluation import ALL_MODES
+    from ..harness.locomo import DEFAULT_RECALL_MODES, RECALL_MODES
+
+    known, default = (RECALL_MODES, DEFAULT_RECALL_MODES) if conversations else (ALL_MODES, ALL_MODES)
+    mode_list = [m.strip() for m in modes.split(",") if m.strip()] if modes else list(default)
+    bad = [m for m in mode_list if m not in known]
+    if bad:
+        raise typer.BadParameter(f"unknown mode {bad[0]!r}; modes{' of recall' if conversations else ''}: "
+                                 f"{', '.join(known)}", param_hint="--modes")
+    return mode_list
+
+
 def print_eval_report(report: dict[str, Any]) -> None:
     metrics = report["metrics"]
     db = report["database"]
+    unit = "turns" if report.get("kind") == "conversations" else "documents"
     out.print(f"[bold]{report['dataset']}[/] ({report['split']}): {report['queries']} queries, "
-              f"{report['corpus_documents']} documents, database {'cached' if db['cached'] else 'ingested'} "
+              f"{report['corpus_documents']} {unit}, database {'cached' if db['cached'] else 'ingested'} "
               f"in {report['timings']['prepare_seconds']} s, total {report['timings']['total_seconds']} s")
     table = Table("mode", *metrics, "empty", "p50 ms", "p95 ms")
     for mode, s in report["modes"].items():
@@ -151,6 +193,18 @@ def print_eval_report(report: dict[str, Any]) -> None:
             continue
         table.add_row(mode, *(f"{s['metrics'][m]:.4f}" for m in metrics), str(s["empty_results"]),
                       f"{s['latency_ms']['p50']:.1f}", f"{s['latency_ms']['p95']:.1f}")
+    out.print(table)
+    if report.get("kind") == "conversations":
+        print_category_table(report)
+
+
+def print_category_table(report: dict[str, Any]) -> None:
+    """Recall@10 per question category and mode (the rest is in report.md)."""
+    live = [m for m, s in report["modes"].items() if s["available"]]
+    table = Table("category", "n", *(f"{m} R@10" for m in live), title="per category")
+    for name, n in report["categories"].items():
+        table.add_row(name, str(n), *(f"{report['modes'][m]['by_category'][name].get('recall@10', float('nan')):.4f}"
+                                      if n else "-" for m in live))
     out.print(table)
 
 

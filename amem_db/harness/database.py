@@ -74,32 +74,36 @@ def corpus_items(ds: Dataset, title_mode: str) -> list[Any]:
                 doc["text"] = f"{doc['title']}\n\n{doc['text']}" if doc["text"] else doc["title"]
     return items
 
-async def prepare_database(ds: Dataset, embedder: Any, *, title_mode: str = "separate", url: str | None = None,
-                           db_dir: Path = DEFAULT_DB_DIR, fresh: bool = False, batch_size: int = 16,
-                           progress: Progress | None = None) -> Prepared:
-    """Open (or build) the dataset's database and return a Memory on it.
+@dataclass
+class Opened:
+    """An eval database opened and migrated; ``marker`` exists once it is complete."""
 
-    Without ``url``: ``surrealkv://<db_dir>/<dataset>-<key16>``, reused when its
-    ``.done.json`` marker exists (written only after a complete ingest). With a
-    ``url`` (``mem://`` in tests, or a server): namespace ``amem_eval``,
-    database ``<dataset>_<key12>``; ingestion is idempotent there (unchanged
-    documents are skipped by source + content hash)."""
-    from amem_db.client import Memory
+    conn: Any
+    target: Any
+    db_path: Path | None
+    marker: Path | None
+
+    @property
+    def complete(self) -> bool:
+        return self.marker is not None and self.marker.exists()
+
+async def open_eval_database(name: str, key: str, embedder: Any, *, url: str | None = None,
+                             db_dir: Path = DEFAULT_DB_DIR, fresh: bool = False) -> Opened:
+    """Open (creating or rebuilding when needed) and migrate the database of one
+    collection, shared by both collection kinds.
+
+    Without ``url``: ``surrealkv://<db_dir>/<name>-<key16>``, reused when its
+    ``.done.json`` marker exists (written only after a complete ingest); one
+    without it is deleted and rebuilt. With a ``url`` (``mem://`` in tests, or a
+    server): namespace ``amem_eval``, database ``<name>_<key12>``."""
     from amem_db.connection import Target, close_quietly, open_connection
-    from amem_db.embedding import CachedEmbedder
-    from amem_db.errors import AmemError
-    from amem_db.ingest import ingest_items
     from amem_db.migrator import Migrator
 
-    if title_mode not in TITLE_MODES:
-        raise ValueError(f"title mode must be one of {', '.join(TITLE_MODES)}")
-    cached_embedder = embedder if isinstance(embedder, CachedEmbedder) else CachedEmbedder(embedder)
-    key = corpus_key(ds.corpus_path, cached_embedder.name, title_mode)
     db_path = marker = None
     if url is None:
         db_dir = Path(db_dir).resolve()
-        db_path = db_dir / f"{ds.name}-{key[:16]}"
-        marker = db_dir / f"{ds.name}-{key[:16]}.done.json"
+        db_path = db_dir / f"{name}-{key[:16]}"
+        marker = db_dir / f"{name}-{key[:16]}.done.json"
         target = Target(url=f"surrealkv://{db_path}", ns="amem", db="eval")
         if fresh or (db_path.exists() and not marker.exists()):
             if db_path.exists():
@@ -109,14 +113,38 @@ async def prepare_database(ds: Dataset, embedder: Any, *, title_mode: str = "sep
             shutil.rmtree(db_path, ignore_errors=True)
             marker.unlink(missing_ok=True)
     else:
-        target = Target(url=url, ns="amem_eval", db=f"{re.sub(r'[^A-Za-z0-9_]', '_', ds.name)}_{key[:12]}")
+        target = Target(url=url, ns="amem_eval", db=f"{re.sub(r'[^A-Za-z0-9_]', '_', name)}_{key[:12]}")
     conn = await open_connection(target)
     try:
-        await Migrator(conn).migrate({"embedding_dim": cached_embedder.dimension})
+        await Migrator(conn).migrate({"embedding_dim": embedder.dimension})
         # traces of earlier runs would only grow the database and its scans
         await conn.query("DELETE retrieval_trace")
+    except BaseException:
+        await close_quietly(conn)
+        raise
+    return Opened(conn, target, db_path, marker)
+
+async def prepare_database(ds: Dataset, embedder: Any, *, title_mode: str = "separate", url: str | None = None,
+                           db_dir: Path = DEFAULT_DB_DIR, fresh: bool = False, batch_size: int = 16,
+                           progress: Progress | None = None) -> Prepared:
+    """Open (or build) the dataset's database and return a Memory on it
+    (``open_eval_database``); with a ``url``, ingestion is idempotent there
+    (unchanged documents are skipped by source + content hash)."""
+    from amem_db.client import Memory
+    from amem_db.connection import close_quietly
+    from amem_db.embedding import CachedEmbedder
+    from amem_db.errors import AmemError
+    from amem_db.ingest import ingest_items
+
+    if title_mode not in TITLE_MODES:
+        raise ValueError(f"title mode must be one of {', '.join(TITLE_MODES)}")
+    cached_embedder = embedder if isinstance(embedder, CachedEmbedder) else CachedEmbedder(embedder)
+    key = corpus_key(ds.corpus_path, cached_embedder.name, title_mode)
+    opened = await open_eval_database(ds.name, key, cached_embedder, url=url, db_dir=db_dir, fresh=fresh)
+    conn, target, db_path, marker = opened.conn, opened.target, opened.db_path, opened.marker
+    try:
         mem = Memory(conn, embedder=cached_embedder, target=target)
-        if marker is not None and marker.exists():
+        if opened.complete and marker is not None:
             ingest = json.loads(marker.read_text())
             return Prepared(mem, target.url, key, True, ingest, db_path)
         items = corpus_items(ds, title_mode)

@@ -126,7 +126,7 @@ def plot_reports(reports: list[dict[str, Any]], path: Path) -> Path:
         ax.grid(axis="y", alpha=0.3)
     # one legend for the figure, below the panels, where it hides no bar
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(modes), fontsize=8, frameon=False)
+    fig.legend(handles, labels, loc="lower center", ncol=max(len(modes), 1), fontsize=8, frameon=False)
     fig.suptitle(f"amem-db retrieval ({reports[0]['embedder']}; shared splits)", fontsize=10)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -141,7 +141,14 @@ def write_report(report: dict[str, Any], out_dir: Path, comparison: list[dict[st
     if comparison:
         data["comparison"] = comparison
     paths["json"].write_text(json.dumps(json_safe(data), indent=2, default=str))
-    paths["md"].write_text(render_markdown(report, comparison))
+    if report.get("kind") == "conversations":  # a conversation collection (harness/locomo.py) has its own tables
+        from .locomo import render_markdown as render_conversations
+
+        md = render_conversations(report) + (f"\n## Compared with the previous report\n\n{render_comparison(comparison)}\n"
+                                             if comparison else "")
+    else:
+        md = render_markdown(report, comparison)
+    paths["md"].write_text(md)
     plot_reports([report], paths["png"])
     return paths
 

@@ -16,6 +16,10 @@ that system's alone):
 * ``amem-ingest``: the product ingestion path (``prepare`` -> embed ->
   ``ingest``) on whole documents until N chunks are stored: chunks/s with and
   without embedding time. Default sizes 1k and 10k (~40 chunks/s on 2 cores).
+  At 1k and 10k chunks it also writes as many memory passages and facts
+  through ``fn::amem::facts::write`` (real vectors) and times
+  ``fn::amem::recall`` (hybrid, facts + passages) beside
+  ``documents.query`` in that database (``recall``).
 * ``lancedb``: LanceDB, its native FTS index + exact (flat) vector search +
   ``RRFReranker`` hybrid.
 * ``python``: the pure-compute floor: bm25s (BM25), numpy exact cosine,
@@ -32,6 +36,7 @@ distinct and exact ground truth is well defined.
 Modules: ``run`` (the orchestrator behind ``amem-db bench`` and the worker
 entry ``python -m amem_db.harness.bench worker '{json}'``), ``data`` (passages,
 vectors, queries), ``measure`` (latency, recall, memory, the machine),
-``amem`` (the product's workers), ``peers`` (LanceDB, bm25s / numpy / hnswlib)
+``amem`` (the product's workers), ``recall`` (memory writes and recall beside
+documents.query), ``peers`` (LanceDB, bm25s / numpy / hnswlib)
 and ``report`` (bench.json -> report.md, latency.png).
 """

@@ -13,6 +13,7 @@ from typing import Any
 from ..common import dir_size
 from .data import corpus_of, roundrobin
 from .measure import exact_topk, latency_summary, peak_rss_mb, recall_at
+from .recall import RECALL_SIZES, time_recall, write_memory
 
 AMEM_MODES = ("bm25", "vector", "hybrid", "hybrid_graph", "hybrid_graph_depth2")
 # bench labels that are not plain modes: the query options they stand for
@@ -154,6 +155,10 @@ async def worker_amem(n: int, data_dir: Path, db_root: Path, backend: str, queri
         result["floor_sql"] = {"bm25": "SELECT id, search::score(1) AS s FROM chunk_fts WHERE text @1,OR@ $q ORDER BY s DESC LIMIT D",
                                "knn": "SELECT id, vector::distance::knn() AS d FROM chunk WHERE embedding <|D,EF|> $v ORDER BY d",
                                "depths": list(FLOOR_DEPTHS)}
+        if n in RECALL_SIZES:  # recall beside documents.query, after the memory is written (bench/recall.py)
+            model = str(meta.get("embedder") or "bench")
+            written = await write_memory(conn, rows, vecs, model)
+            result["recall"] = written | await time_recall(conn, qtexts, qvecs, reps, model)
     finally:
         await close_quietly(conn)
     result["size_bytes"] = dir_size(db_path)

@@ -29,6 +29,24 @@ def _ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}x"
 
 
+def _recall_section(res: list[dict[str, Any]], sizes: list[int]) -> list[str]:
+    """Recall (hybrid, facts + passages) beside documents.query in the same database (bench/recall.py)."""
+    got = [(n, r["recall"]) for n in sizes if (r := _get(res, "amem", n)) and r.get("recall")]
+    if not got:
+        return []
+    lines = ["", "## Recall beside documents.query (hybrid, k = 10, ms p50 / p95; same database)", "",
+             "| size: chunks + memory passages + facts | recall | documents.query | recall / documents.query (p50) | "
+             "writes: passages/s, facts/s |", "|---|---|---|---|---|"]
+    for n, rc in got:
+        a, b = rc["latency_ms"]["recall"], rc["latency_ms"]["documents.query"]
+        lines.append(f"| {n:,} + {rc['passages']:,} + {rc['facts']:,} | {_ms(a['p50'])} / {_ms(a['p95'])} | "
+                     f"{_ms(b['p50'])} / {_ms(b['p95'])} | {_ratio(a['p50'], b['p50'])} | "
+                     f"{rc['passages_per_s']} / {rc['facts_per_s']} |")
+    lines += ["", "Memory written through fn::amem::facts::write with real vectors (the bench passages' own); "
+              "recall includes facts and passages; both calls timed after the writes, on the same queries."]
+    return lines
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     res = report["results"]
     sizes = report["sizes"]
@@ -87,6 +105,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             b = ((_get(res, sb, n) or {}).get(secb) or {}).get(kb) or {}
             cells.append(_ratio(a.get("p50"), b.get("p50")))
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines += _recall_section(res, sizes)
     # where the product's time goes (its own trace timings)
     staged = [(n, r) for n in sizes if (r := _get(res, "amem", n)) and r.get("stages_ms")]
     if staged:
