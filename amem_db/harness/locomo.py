@@ -449,7 +449,7 @@ def render_markdown(report: dict[str, Any]) -> str:
              f"one scope per conversation); {report['queries']} judged questions "
              + ", ".join(f"{n} {c}" for c, n in report["categories"].items())
              + f"; recall k = {report['k']}, include passages, lens = the question's conversation, vectorWeight = "
-             + (f"{report['vector_weight']}" if report.get("vector_weight") is not None else "default (0.5)"),
+             + (f"{report['vector_weight']}" if report.get("vector_weight") is not None else "default (recall's own: 0.4)"),
              f"- embedder: {report['embedder']}; engine {report['engine']['version']}",
              f"- database: {db['url']} ({'cached' if db['cached'] else 'written now'}"
              + (f", {db['size_bytes'] / 1e6:.1f} MB on disk" if db.get("size_bytes") else "") + ")",
