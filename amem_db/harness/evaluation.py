@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,15 @@ def _cpus() -> int:
 
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 0)
 
+def check_run(k: int, max_k: int, api: str, modes: list[str], known: Sequence[str]) -> None:
+    """The k and modes of one evaluation run (document collections and conversations alike)."""
+    if not 1 <= k <= max_k:
+        raise ValueError(f"k must be between 1 and {max_k} ({api}'s maximum)")
+    bad = [m for m in modes if m not in known]
+    if bad:
+        raise ValueError(f"unknown mode {bad[0]!r}; modes: {', '.join(known)}")
+
+
 async def evaluate_dataset(ds: Dataset, embedder: Any, *, modes: list[str], k: int = MAX_K,
                            threshold: float | None = None, filter: dict[str, Any] | None = None, title_mode: str = "separate", url: str | None = None,
                            db_dir: Path = DEFAULT_DB_DIR, fresh: bool = False,
@@ -144,11 +154,7 @@ async def evaluate_dataset(ds: Dataset, embedder: Any, *, modes: list[str], k: i
     """Ingest (or reuse), run every mode, return the report dict."""
     from amem_db.connection import close_quietly
 
-    if not 1 <= k <= MAX_K:
-        raise ValueError(f"k must be between 1 and {MAX_K} (the query API's maximum)")
-    bad = [m for m in modes if m not in ALL_MODES]
-    if bad:
-        raise ValueError(f"unknown mode {bad[0]!r}; modes: {', '.join(ALL_MODES)}")
+    check_run(k, MAX_K, "the query API", modes, ALL_MODES)
     metrics = metric_names(k)
     started = time.perf_counter()
     prepared = await prepare_database(ds, embedder, title_mode=title_mode, url=url, db_dir=db_dir, fresh=fresh,

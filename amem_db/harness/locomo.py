@@ -46,7 +46,7 @@ from typing import Any
 from .common import dir_size, percentile
 from .database import DEFAULT_DB_DIR, Prepared, Progress, open_eval_database, schema_checksum
 from .datasets import _natural_key, load_dataset
-from .evaluation import ModeRun, engine_info
+from .evaluation import ModeRun, check_run, engine_info
 from .metrics import evaluate
 
 KIND = "conversations"
@@ -391,11 +391,7 @@ async def evaluate_conversations(cs: Conversations, embedder: Any, *, modes: lis
     """Write (or reuse) the turns, recall every judged question in every mode, return the report dict."""
     from amem_db.connection import close_quietly
 
-    if not 1 <= k <= MAX_RECALL_K:
-        raise ValueError(f"k must be between 1 and {MAX_RECALL_K} (recall's maximum)")
-    bad = [m for m in modes if m not in RECALL_MODES]
-    if bad:
-        raise ValueError(f"unknown recall mode {bad[0]!r}; modes: {', '.join(RECALL_MODES)}")
+    check_run(k, MAX_RECALL_K, "recall", modes, RECALL_MODES)
     metrics = metric_names(k)
     started = time.perf_counter()
     prepared = await prepare_conversations(cs, embedder, speaker=speaker, url=url, db_dir=db_dir, fresh=fresh,
