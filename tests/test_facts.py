@@ -255,7 +255,7 @@ BAD = [
     ({"triples": [_t(key="  ")]}, r"triples\[0\].key must be a non-empty"),
     ({"triples": [_t(entity={"type": "person", "name": ""})]}, r"triples\[0\].entity.name must be a non-empty"),
     ({"triples": [_t(value="v" * 2001)]}, "at most 2000 characters"),
-    ({"triples": [_t(value={"nested": 1})]}, r"triples\[0\].value must be a string, a number or a boolean"),
+    ({"triples": [_t(value={"nested": 1})]}, r"triples\[0\].value must be a string, a finite number or a boolean"),
     ({"triples": [{"entity": {"type": "person", "name": "x"}, "key": "k"}]}, "needs a value"),
     ({"triples": [_t(target={"type": "company", "name": "y"})]}, "value and target are exclusive"),
     ({"triples": [_t(retract=True)]}, "a retraction carries no value"),

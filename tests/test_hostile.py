@@ -205,6 +205,21 @@ async def test_input_limits_are_enforced_with_clear_errors(env):
         ("keyword search k", "fn::amem::keywords::search", (e, 51, None), "1..50"),
         ("page size", "fn::amem::documents::list", ({"limit": 201},), "1..200"),
         ("keyword text", "fn::amem::keywords::get", ("k" * 201, None), "1..200"),
+        # issue 15 finding 11: no relative segments in scope paths
+        ("scope path ..", "fn::amem::scope::check_path", ("org/../b", "scopes"), "segment"),
+        ("scope path .", "fn::amem::documents::check", ({"text": "x", "scopes": ["./org"]},), "segment"),
+        # issue 15 finding 8: no NaN or infinity gets in anywhere a number does
+        ("k NaN", "fn::amem::documents::query", ("policy", None, {"mode": "bm25", "k": float("nan")}), "k must be"),
+        ("k infinite", "fn::amem::documents::query", ("policy", None, {"mode": "bm25", "k": float("inf")}), "k must be"),
+        ("embedding NaN", "fn::amem::documents::query", ("policy", [float("nan")] * 384, {"mode": "vector"}), "finite numbers"),
+        ("embedding infinite", "fn::amem::documents::query", ("policy", [float("inf")] + e[1:], {"mode": "vector"}), "finite numbers"),
+        ("embedding 1e308", "fn::amem::documents::query", ("policy", [1e308] + e[1:], {"mode": "vector"}), "finite numbers"),
+        ("recall embedding NaN", "fn::amem::recall", ("policy", [float("nan")] + e[1:], {"mode": "vector"}), "finite numbers"),
+        ("recall k NaN", "fn::amem::recall", ("policy", None, {"mode": "bm25", "k": float("nan")}), "k must be"),
+        ("fact value infinite", "fn::amem::facts::prepare", ({"triples": [{"entity": {"type": "person", "name": "a"}, "key": "k",
+                                                                          "value": float("inf")}]},), "finite number"),
+        ("segment seconds NaN", "fn::amem::documents::check", ({"text": "hello", "segments": [
+            {"start_s": float("nan"), "end_s": 1.0, "char_start": 0, "char_end": 5}]},), "each segment"),
     ]
     for _name, fn, args, message in cases:
         with pytest.raises(InvalidInput, match=message):

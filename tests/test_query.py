@@ -379,7 +379,7 @@ async def test_bad_embeddings_and_queries(db, corpus):
     # a given embedding is checked in bm25 mode too
     assert "amem:embedding_mismatch:" in await thrown(db, "x", [0.1] * 3, mode="bm25")
     assert "zero (or NaN) norm" in await thrown(db, "x", [0.0] * DIM)
-    with pytest.raises(ThrownError, match="list of 384 numbers"):
+    with pytest.raises(ThrownError, match="list of 384 finite numbers"):
         await db.query(Q_CALL, {"q": "x", "e": ["a"] + [0.1] * (DIM - 1), "o": {}})
     for mode in ("hybrid", "vector"):
         m = await thrown(db, "returns", None, mode=mode)
