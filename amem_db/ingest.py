@@ -51,11 +51,14 @@ class IngestReport:
 
 
 def collect_files(paths: Iterable[str | Path]) -> Iterator[Path]:
-    """Files named, and every file under folders named (hidden ones skipped), in a stable order."""
+    """Files named, and every file under folders named (hidden ones skipped), in a stable order.
+    A symbolic link whose target is gone is yielded too, so that it is reported (issue 15
+    finding 13: it was skipped without a word)."""
     for p in map(Path, paths):
         if p.is_dir():
             for f in sorted(p.rglob("*")):
-                if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts):
+                dangling = f.is_symlink() and not f.exists()
+                if (f.is_file() or dangling) and not any(part.startswith(".") for part in f.relative_to(p).parts):
                     yield f
         else:
             yield p

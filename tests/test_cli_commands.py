@@ -121,6 +121,17 @@ def test_ingest_of_a_missing_path_is_a_usage_error(db_args):
     assert result.exit_code == 2 and "no such file or folder" in result.output
 
 
+def test_a_dangling_symlink_in_a_folder_is_reported_and_the_rest_goes_on(db_args, tmp_path):
+    """Issue 15 finding 13: a link whose target is gone was skipped without a word."""
+    (tmp_path / "ok.md").write_text("# Fine\n\nA readable note about dangling links.")
+    (tmp_path / "gone.md").symlink_to(tmp_path / "missing.md")
+    done = cli(*db_args, "ingest", str(tmp_path), "--json")
+    assert done.exit_code == 0, done.output  # one file failed, one stored
+    results = {Path(r["name"]).name: r for r in json.loads(done.stdout)["results"]}
+    assert results["ok.md"]["status"] in ("added", "unchanged")
+    assert results["gone.md"]["status"] == "failed" and "symbolic link" in results["gone.md"]["error"]
+
+
 def test_a_failing_command_closes_what_it_opened(db_args):
     # the command decorator closes the database however the command ends: a
     # second process can open the same embedded path right after a failure

@@ -145,6 +145,9 @@ def parse(data: bytes, *, name: str | None = None, mime_type: str | None = None)
 def parse_file(path: str | os.PathLike[str], *, mime_type: str | None = None) -> list[ParsedDocument]:
     """Read ``path`` and :func:`parse` it (the path is used for detection and messages)."""
     p = Path(path)
+    if p.is_symlink() and not p.exists():
+        raise ParseError(f"a symbolic link to {os.readlink(p)}, which does not exist", source=str(p),
+                         hint="fix or remove the link")
     try:
         data = p.read_bytes()
     except OSError as exc:
