@@ -27,7 +27,9 @@ from amem_db.migrator import Migrator
 
 DIM = 384
 TABLES = ["document", "section", "chunk", "audio_chunk", "keyword", "knowledge_has_keyword", "document_link",
-          "entity", "attribute", "relation", "mentions", "chunk_fts", "audio_chunk_fts", "amem_principal", "amem_setting", "amem_migration", "amem_lock"]
+          "entity", "attribute", "relation", "mentions", "chunk_fts", "audio_chunk_fts", "amem_principal", "amem_setting", "amem_migration", "amem_lock",
+          # typed memory (migrations/0005-0008)
+          "entity_name", "memory_chunk", "memory_chunk_fts", "attribute_fts", "uncertainty", "fact_key", "memory_write"]
 
 INJECTIONS = [
     "'); DELETE chunk; --", "\"); DELETE chunk; --", "'; REMOVE TABLE document; --", "document:x; DELETE document",
@@ -73,6 +75,24 @@ doc = st.one_of(hostile, st.fixed_dictionaries({"text": st.one_of(st.text(min_si
     "scopes": st.one_of(hostile, st.lists(paths, max_size=5))}))
 page_opts = st.one_of(hostile, st.dictionaries(st.sampled_from(["limit", "offset", "status", "mimeType", "lens", "minDocumentCount", "sort"]),
                                                st.one_of(hostile, lens), max_size=5))
+RECALL_KEYS = ["mode", "k", "include", "lens", "labels", "threshold", "vectorWeight", "graphWeight", "rrfK", "graphDepth",
+               "expandContext", "caller", "embeddingModel", "bogus"]
+recall_opts = st.one_of(hostile, st.dictionaries(st.sampled_from(RECALL_KEYS), st.one_of(
+    hostile, lens, st.sampled_from(["hybrid", "vector", "bm25", "graph"]), st.lists(st.sampled_from(["facts", "passages", "x"]), max_size=3)),
+    max_size=6))
+entity_ref = st.one_of(hostile, st.fixed_dictionaries({"type": st.one_of(hostile, st.sampled_from(["person", "org"])),
+                                                       "name": st.one_of(hostile, st.text(max_size=30))}))
+triple = st.one_of(hostile, st.fixed_dictionaries({"entity": entity_ref, "key": st.one_of(hostile, st.text(max_size=20))}, optional={
+    k: hostile for k in ["value", "target", "category", "confidence", "retract", "valid_from", "valid_until", "x"]}))
+fact_request = st.one_of(hostile, st.fixed_dictionaries({}, optional={
+    "triples": st.one_of(hostile, st.lists(triple, max_size=3)), "text": st.one_of(st.text(max_size=200), hostile),
+    "scopes": st.one_of(hostile, st.lists(paths, max_size=3)), **{k: hostile for k in [
+        "observed_at", "valid_from", "valid_until", "session_id", "role", "source", "category", "confidence", "labels",
+        "idempotency_key", "x"]}}))
+forget_request = st.one_of(hostile, st.fixed_dictionaries({}, optional={
+    "ids": st.one_of(hostile, st.lists(st.one_of(hostile, st.sampled_from(INJECTIONS)), max_size=3)),
+    "query": st.one_of(hostile, st.fixed_dictionaries({}, optional={"entity": entity_ref, "key": hostile, "write": hostile})),
+    "dryRun": hostile, "purge": hostile, "scopes": hostile, "x": hostile}))
 small_int = st.one_of(st.integers(min_value=-5, max_value=5000), st.integers(min_value=-(2**63), max_value=2**63 - 1))
 
 FUNCTIONS = {  # name -> strategy of the argument tuple
@@ -99,6 +119,15 @@ FUNCTIONS = {  # name -> strategy of the argument tuple
     "fn::amem::scope::check_lens": st.tuples(lens),
     "fn::amem::scope::matches": st.tuples(st.one_of(st.lists(paths, max_size=5), hostile), lens),
     "fn::amem::scope::check_write": st.tuples(st.one_of(st.lists(paths, max_size=5), hostile)),
+    # typed memory
+    "fn::amem::facts::prepare": st.tuples(fact_request),
+    "fn::amem::facts::write": st.tuples(fact_request, st.one_of(st.none(), hostile)),
+    "fn::amem::entities::get": st.tuples(hostile, hostile, st.one_of(st.none(), hostile)),
+    "fn::amem::entities::history": st.tuples(hostile, hostile, hostile, st.one_of(st.none(), hostile)),
+    "fn::amem::entities::list": st.tuples(page_opts),
+    "fn::amem::recall": st.tuples(st.one_of(st.text(max_size=200), hostile), vector, recall_opts),
+    "fn::amem::inspect": st.tuples(st.one_of(hostile, entity_ref), st.one_of(st.none(), hostile)),
+    "fn::amem::forget": st.tuples(forget_request),
 }
 EXAMPLES = 16  # per function and principal
 
@@ -146,7 +175,7 @@ async def checksum(root) -> str:
     return h.hexdigest()
 
 
-WRITES = {"fn::amem::documents::ingest", "fn::amem::documents::delete"}
+WRITES = {"fn::amem::documents::ingest", "fn::amem::documents::delete", "fn::amem::facts::write", "fn::amem::forget"}
 
 
 @pytest.mark.slow  # every function x every hostile value
