@@ -631,3 +631,27 @@ async def test_mentions_are_scope_gated(world):
         except Exception:  # refused outright is fine
             pass
     assert await checksum(R, ["mentions"]) == before
+
+
+async def test_document_links_across_tenants_are_hidden_from_either_side(world):
+    """Issue 15 finding 12: the operator's ingest links a document of org/a to one of
+    org/b; the edge carries the linking document's scopes, so tenant A saw the edge and
+    with it the id of B's document. Now an edge is read only when both ends are."""
+    w = world
+    items = [Item("link-a", {"text": "# Cross\n\nSee [theirs](cross-b.md).", "mime_type": "text/markdown", "source": "cross-a.md",
+                             "scopes": ["org/a"], "links": [{"href": "cross-b.md", "text": "theirs"}]}),
+             Item("link-b", {"text": "# Theirs\n\nbsecretlinked text.", "mime_type": "text/markdown", "source": "cross-b.md",
+                             "scopes": ["org/b"]})]
+    report = await ingest_items(w.root, w.emb, items)
+    assert [r.status for r in report.results] == ["added", "added"]
+    (edges,) = await w.root.query("SELECT out.source AS o FROM document_link WHERE in.source = 'cross-a.md'")
+    assert edges == [{"o": "cross-b.md"}]  # the edge exists
+    (b_id,) = await w.root.query("SELECT VALUE record::id(id) FROM document WHERE source = 'cross-b.md'")
+    for conn in (w.A, w.conns["reader-a-team"]):
+        (seen,) = await conn.query("SELECT * FROM document_link")
+        assert b_id[0] not in dump(seen)
+        (via,) = await conn.query("SELECT ->document_link AS l FROM document WHERE source = 'cross-a.md'")
+        assert b_id[0] not in dump(via)
+    (b_seen,) = await w.B.query("SELECT * FROM document_link WHERE out.source = 'cross-b.md'")
+    assert b_seen == []  # nor from the other side
+    await w.root.query("DELETE document WHERE source IN ['cross-a.md', 'cross-b.md']")
