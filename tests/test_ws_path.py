@@ -56,7 +56,9 @@ async def test_bad_credentials_are_one_clear_error(dev_server_url):
     assert code == 1 and len(err.strip().splitlines()) == 1 and "signing in" in err
 
 
-@pytest.mark.parametrize("round_", range(3))
+# 3 rounds in the fast suite; the slow suite runs 40 (issue 15 finding 9: a loser once got an
+# untyped "write conflict" or "table does not exist" instead of migration_locked)
+@pytest.mark.parametrize("round_", [pytest.param(i, marks=pytest.mark.slow) if i >= 3 else i for i in range(40)])
 async def test_concurrent_migrates_cannot_interleave(dev_server_url, round_):
     ns = unique_name("race")
     conns = [await open_connection(ws_target(dev_server_url, ns)) for _ in range(4)]
