@@ -20,6 +20,7 @@ one server as long as they use their own namespace/database names.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -62,6 +63,37 @@ def background_dev_server(url: str = "mem://", **kwargs: Any) -> Iterator[Backgr
 def unique_name(prefix: str = "t") -> str:
     """A namespace/database name no other test uses."""
     return f"{prefix}_{uuid.uuid4().hex[:12]}"
+
+
+@dataclasses.dataclass
+class Tenants:
+    """A migrated database of its own on the dev server: the root connection and one
+    signed-in connection (and its key) per credential."""
+
+    ns: str
+    url: str
+    root: Any
+    conns: dict[str, Any]
+    keys: dict[str, str]
+
+
+@contextlib.asynccontextmanager
+async def tenants(server: DevServer, prefix: str, grants: dict[str, dict[str, Any]]) -> AsyncIterator[Tenants]:
+    """``grants``: credential name -> ``access.grant`` keywords (read, write, forget, admin)."""
+    from amem_db import access
+    from amem_db.connection import Target, close_quietly, open_connection
+    from amem_db.migrator import Migrator
+
+    ns, url = unique_name(prefix), server.ws_url
+    root = await open_connection(Target(url=url, ns=ns, db="test", user=ROOT_USER, password=ROOT_PASSWORD))
+    await Migrator(root).migrate()
+    keys = {name: (await access.grant(root, name, **kw))[1] for name, kw in grants.items()}
+    conns = {name: await open_connection(Target(url=url, ns=ns, db="test", key=k)) for name, k in keys.items()}
+    try:
+        yield Tenants(ns, url, root, conns, keys)
+    finally:
+        for c in [*conns.values(), root]:
+            await close_quietly(c)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

@@ -14,15 +14,13 @@ import json
 
 import pytest
 import pytest_asyncio
-from devserver_fixture import ROOT_PASSWORD, ROOT_USER, dev_server, unique_name  # noqa: F401
+from devserver_fixture import ROOT_PASSWORD, ROOT_USER, dev_server, tenants, unique_name  # noqa: F401
 from test_readme import blocks, run_script, statements
 
 from amem_db import InvalidInput, Memory, PermissionDenied
 from amem_db import access as access_api
-from amem_db.connection import Target, close_quietly, open_connection
 from amem_db.db import call
 from amem_db.embedding import get_embedder
-from amem_db.migrator import Migrator
 from amem_db.models import ForgetResult, Inspection
 
 TABLES = ["entity", "entity_name", "attribute", "attribute_fts", "relation", "memory_chunk", "memory_chunk_fts",
@@ -326,17 +324,16 @@ class World:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def world(dev_server):
+    grants = {"writer": dict(read=[], write=["org/a"]),
+              "forgetter": dict(read=[], write=["org/a"], forget=["org/a/team"]),
+              "tenant-b": dict(read=[], write=["org/b"], forget=["org/b"])}
+    async with tenants(dev_server, "forget", grants) as t:
+        yield await _world(t)
+
+
+async def _world(t) -> World:
     w = World()
-    w.ns = unique_name("forget")
-    w.url = dev_server.ws_url
-    w.root = await open_connection(Target(url=w.url, ns=w.ns, db="test", user=ROOT_USER, password=ROOT_PASSWORD))
-    await Migrator(w.root).migrate()
-    keys = {}
-    for who, kw in {"writer": dict(read=[], write=["org/a"]),
-                    "forgetter": dict(read=[], write=["org/a"], forget=["org/a/team"]),
-                    "tenant-b": dict(read=[], write=["org/b"], forget=["org/b"])}.items():
-        _, keys[who] = await access_api.grant(w.root, who, **kw)
-    w.conns = {n: await open_connection(Target(url=w.url, ns=w.ns, db="test", key=k)) for n, k in keys.items()}
+    w.ns, w.url, w.root, w.conns = t.ns, t.url, t.root, t.conns
     shared = ent("Shared Person")
     w.team = await call(w.conns["writer"], "fn::amem::facts::write", {
         "triples": [attr("Shared Person", "role", "team-role"), rel("Shared Person", "works_at", "Team Org")],
@@ -345,10 +342,7 @@ async def world(dev_server):
         "triples": [attr("Shared Person", "city", "a-city")], "scopes": ["org/a"]}, None)
     w.b = await call(w.conns["tenant-b"], "fn::amem::facts::write", {
         "triples": [{"entity": shared, "key": "role", "value": "bsecret-role"}], "text": "bsecret passage"}, None)
-    yield w
-    for c in w.conns.values():
-        await close_quietly(c)
-    await close_quietly(w.root)
+    return w
 
 
 async def test_a_writer_without_a_forget_grant_cannot_forget_by_function_or_raw_surrealql(world):

@@ -13,17 +13,14 @@ import json
 
 import pytest
 import pytest_asyncio
-from devserver_fixture import ROOT_PASSWORD, ROOT_USER, dev_server, unique_name  # noqa: F401
+from devserver_fixture import dev_server, tenants  # noqa: F401
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from amem_db import access
-from amem_db.connection import Target, close_quietly, open_connection
 from amem_db.db import call
 from amem_db.embedding import get_embedder
 from amem_db.errors import AmemError, InvalidInput
 from amem_db.ingest import Item, ingest_items
-from amem_db.migrator import Migrator
 
 DIM = 384
 TABLES = ["document", "section", "chunk", "audio_chunk", "keyword", "knowledge_has_keyword", "document_link",
@@ -148,23 +145,20 @@ def generate(strategy, n: int) -> list:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def env(dev_server):
-    ns = unique_name("hostile")
-    url = dev_server.ws_url
-    root = await open_connection(Target(url=url, ns=ns, db="test", user=ROOT_USER, password=ROOT_PASSWORD))
-    await Migrator(root).migrate()
-    _, ka = await access.grant(root, "tenant-a", read=[], write=["org/a"])
-    _, kb = await access.grant(root, "tenant-b", read=[], write=["org/b"])
-    a = await open_connection(Target(url=url, ns=ns, db="test", key=ka))
-    b = await open_connection(Target(url=url, ns=ns, db="test", key=kb))
+    grants = {"tenant-a": dict(read=[], write=["org/a"]), "tenant-b": dict(read=[], write=["org/b"])}
+    async with tenants(dev_server, "hostile", grants) as t:
+        root, a, b = t.root, t.conns["tenant-a"], t.conns["tenant-b"]
+        yield await _ingest_both(root, a, b)
+
+
+async def _ingest_both(root, a, b) -> dict:
     emb = get_embedder("hash:384")
     for conn, t in ((a, "a"), (b, "b")):
         items = [Item(f"{t}{i}", {"text": f"# T{i}\n\nReturn policy {t} {i}: refunds within 30 days for unopened items. Shipping rates vary.",
                                   "mime_type": "text/markdown", "source": f"d{i}.md"}) for i in range(3)]
         rep = await ingest_items(conn, emb, items)
         assert all(r.status == "added" for r in rep.results)
-    yield {"root": root, "a": a, "b": b}
-    for c in (a, b, root):
-        await close_quietly(c)
+    return {"root": root, "a": a, "b": b}
 
 
 async def checksum(root) -> str:

@@ -12,17 +12,16 @@ import sys
 
 import pytest
 import pytest_asyncio
-from devserver_fixture import ROOT_PASSWORD, ROOT_USER, dev_server, unique_name  # noqa: F401
+from devserver_fixture import ROOT_PASSWORD, ROOT_USER, dev_server, tenants, unique_name  # noqa: F401
 from surrealdb import RecordID
 from surrealdb.errors import NotAllowedError, NotFoundError
 
 from amem_db import access
-from amem_db.connection import Target, close_quietly, open_connection
+from amem_db.connection import Target, open_connection
 from amem_db.db import call, plain
 from amem_db.embedding import get_embedder
 from amem_db.errors import AmemError, AuthenticationFailed, NotFound, PermissionDenied
 from amem_db.ingest import Item, ingest_items
-from amem_db.migrator import Migrator
 
 N_DOCS = 24  # per tenant
 WORDS = ("return policy refund window unopened items shipping rates invoice warranty claim battery "
@@ -75,18 +74,17 @@ class World:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def world(dev_server):
+    grants = {"tenant-a": dict(read=[], write=["org/a"]), "tenant-b": dict(read=[], write=["org/b"]),
+              "reader-a-team": dict(read=["org/a/team"], write=[]),
+              "admin-a": dict(read=["org/a"], write=[], admin=True),
+              "doomed": dict(read=["org/a"], write=["org/a"])}
+    async with tenants(dev_server, "sec", grants) as t:
+        yield await _world(t)
+
+
+async def _world(t) -> World:
     w = World()
-    w.ns = unique_name("sec")
-    w.url = dev_server.ws_url
-    w.root = await open_connection(Target(url=w.url, ns=w.ns, db="test", user=ROOT_USER, password=ROOT_PASSWORD))
-    await Migrator(w.root).migrate()
-    w.keys = {}
-    for name, kw in {"tenant-a": dict(read=[], write=["org/a"]), "tenant-b": dict(read=[], write=["org/b"]),
-                     "reader-a-team": dict(read=["org/a/team"], write=[]),
-                     "admin-a": dict(read=["org/a"], write=[], admin=True),
-                     "doomed": dict(read=["org/a"], write=["org/a"])}.items():
-        _, w.keys[name] = await access.grant(w.root, name, **kw)
-    w.conns = {n: await open_connection(Target(url=w.url, ns=w.ns, db="test", key=k)) for n, k in w.keys.items()}
+    w.ns, w.url, w.root, w.keys, w.conns = t.ns, t.url, t.root, t.keys, t.conns
     w.A, w.B = w.conns["tenant-a"], w.conns["tenant-b"]
     w.emb = get_embedder("hash:384")
     (w.a_caller,) = await w.A.query("RETURN <string> $auth.id")  # the engine's spelling: amem_principal:`tenant-a`
@@ -113,10 +111,7 @@ async def world(dev_server):
         "text": "bsecretnote about the shared person", "idempotency_key": "same-key"}, None)
     w.b_markers |= {b_write["write"]}
     w.counts = {"queries": 0, "checks": 0}
-    yield w
-    for c in w.conns.values():
-        await close_quietly(c)
-    await close_quietly(w.root)
+    return w
 
 
 def assert_no_b(w: World, value, *, allow_scope_names: bool = False, own: str = "") -> None:
