@@ -179,6 +179,16 @@ async def test_classification_kind(mem):
 
 
 # --- trace and reinforcement -----------------------------------------------------------
+async def test_recall_defaults_are_its_own(mem):
+    """rrfK 2 / vectorWeight 0.4 / graphWeight 1 / threshold 0.1 (chosen on LoCoMo dev,
+    docs/EVALUATION.md), not documents.query's 60 / 0.5 / 0.5."""
+    o = (await mem.recall("Zorblat engine")).trace["options"]
+    assert (o["rrfK"], o["vectorWeight"], o["graphWeight"], o["threshold"], o["k"]) == (2, 0.4, 1.0, 0.1, 10)
+    q = (await mem.documents.query("Zorblat engine")).trace["options"]
+    assert (q["rrfK"], q["vectorWeight"], q["threshold"]) == (60, 0.5, 0.5)
+
+
+
 async def test_trace_has_per_hit_per_signal_contributions(mem):
     r = await mem.recall("Zorblat engine turbopumps", k=5)
     t = r.trace
