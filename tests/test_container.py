@@ -13,8 +13,9 @@ Where a Docker daemon answers (testcontainers; marked ``slow``, so ``make test``
   brought up by testcontainers' DockerCompose (needs the compose plugin), the same CLI
   steps through every SurrealDB node, and a server-mode subset (``SERVER_SUBSET``).
 
-Where no daemon answers (this project's CI machine), those skip and say why. The rest
-runs everywhere: the compose files parse (PyYAML) and pin the image the docs name, that
+Where no daemon answers (this project's CI machine), those skip and say why. What they do
+once a server is up (the operator steps, the suite in a subprocess with AMEM_TEST_URL) is
+rehearsed everywhere against the in-process dev server. The rest also runs everywhere: the compose files parse (PyYAML) and pin the image the docs name, that
 image is the embedded engine's version, and every ``amem-db`` command docs/DEPLOY.md
 shows exists in the CLI with the options it is shown with.
 """
@@ -97,13 +98,13 @@ needs_compose = pytest.mark.skipif(bool(compose_missing()), reason=compose_missi
 
 
 # --- what a server run does ---------------------------------------------------------
-def amem(url: str, *args: str, ns: str) -> subprocess.CompletedProcess[str]:
+def amem(url: str, *args: str, ns: str, password: str = PASSWORD) -> subprocess.CompletedProcess[str]:
     """`amem-db` as a process, signed in as root on the server (the operator)."""
-    cmd = [sys.executable, "-m", "amem_db", "--url", url, "--user", "root", "--pass", PASSWORD, "--ns", ns, "--db", "main", *args]
+    cmd = [sys.executable, "-m", "amem_db", "--url", url, "--user", "root", "--pass", password, "--ns", ns, "--db", "main", *args]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900, env=os.environ | {"COLUMNS": "200"})
 
 
-async def credential_cannot_define_tables(url: str, ns: str, key: str) -> None:
+async def credential_cannot_define_tables(url: str, ns: str, key: str, password: str) -> None:
     """Strict mode as set by migrate (docs/DEPLOY.md): a credential's CREATE into an
     unknown table is refused and defines nothing."""
     from amem_db.connection import Target, close_quietly, open_connection
@@ -114,7 +115,7 @@ async def credential_cannot_define_tables(url: str, ns: str, key: str) -> None:
         assert raw.get("error") or raw["result"][0]["status"] == "ERR", raw
     finally:
         await close_quietly(conn)
-    root = await open_connection(Target(url=url, ns=ns, db="main", user="root", password=PASSWORD))
+    root = await open_connection(Target(url=url, ns=ns, db="main", user="root", password=password))
     try:
         (info,) = await root.query("INFO FOR DB")
         assert "squatted_by_a_tenant" not in info["tables"]
@@ -122,28 +123,29 @@ async def credential_cannot_define_tables(url: str, ns: str, key: str) -> None:
         await close_quietly(root)
 
 
-def operator_steps(url: str, ns: str) -> None:
+def operator_steps(url: str, ns: str, password: str = PASSWORD) -> None:
     """The commands docs/DEPLOY.md gives an operator, against the server at `url`."""
-    first = amem(url, "migrate", ns=ns)
-    assert first.returncode == 0, first.stderr[-3000:]
-    again = amem(url, "migrate", ns=ns)
-    assert again.returncode == 0 and "up to date" in (again.stdout + again.stderr), again.stdout + again.stderr
-    verify = amem(url, "verify", "--json", ns=ns)
-    assert verify.returncode == 0, verify.stderr[-3000:]
-    granted = amem(url, "grant", "container-smoke", "--write", "org/smoke", "--json", ns=ns)
-    assert granted.returncode == 0, granted.stderr[-3000:]
-    key = json.loads(granted.stdout)["key"]
-    asyncio.run(credential_cannot_define_tables(url, ns, key))
-    revoked = amem(url, "keys", "revoke", "container-smoke", ns=ns)
-    assert revoked.returncode == 0, revoked.stderr[-3000:]
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        done = amem(url, *args, ns=ns, password=password)
+        assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-3000:])
+        return done
+
+    run("migrate")
+    again = run("migrate")
+    assert "up to date" in again.stdout + again.stderr, again.stdout + again.stderr
+    run("verify", "--json")
+    key = json.loads(run("grant", "container-smoke", "--write", "org/smoke", "--json").stdout)["key"]
+    asyncio.run(credential_cannot_define_tables(url, ns, key, password))
+    run("keys", "revoke", "container-smoke")
 
 
-def suite_against(url: str, pytest_args: list[str]) -> None:
+def suite_against(url: str, pytest_args: list[str], password: str = PASSWORD) -> None:
     """The test suite in a subprocess, every conftest database on the server at `url`."""
-    env = os.environ | {"AMEM_TEST_URL": url, "AMEM_TEST_USER": "root", "AMEM_TEST_PASS": PASSWORD}
+    env = os.environ | {"AMEM_TEST_URL": url, "AMEM_TEST_USER": "root", "AMEM_TEST_PASS": password}
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--ignore", "tests/test_container.py", *pytest_args]
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=7200)
     assert done.returncode == 0, f"{shlex.join(cmd)} against {url}:\n{done.stdout[-6000:]}\n{done.stderr[-2000:]}"
+    assert re.search(r"\d+ passed", done.stdout), done.stdout[-2000:]  # something ran
 
 
 @contextlib.contextmanager
@@ -201,6 +203,24 @@ def test_tikv_cluster_compose(monkeypatch, tmp_path):
         again = amem(second, "migrate", ns="amem")  # the bookkeeping lives in TiKV, not in a node
         assert again.returncode == 0 and "up to date" in (again.stdout + again.stderr)
         suite_against(second, ["-m", "not slow", *SERVER_SUBSET])
+
+
+# --- the same steps where no Docker runs: the dev server stands in for the container -------
+# Everything the runs above do once their server is up, against the in-process dev server
+# (the embedded engine behind ws://), so the path itself is exercised on every machine.
+def test_operator_steps_rehearsed_on_the_dev_server():
+    from devserver_fixture import background_dev_server
+
+    with background_dev_server(user="root", password=PASSWORD) as server:
+        operator_steps(server.ws_url, ns=f"rehearse_{uuid.uuid4().hex[:8]}")
+
+
+@pytest.mark.slow  # ~1-2 min: the server-mode subset in a subprocess
+def test_server_mode_subset_rehearsed_on_the_dev_server():
+    from devserver_fixture import background_dev_server
+
+    with background_dev_server(user="root", password=PASSWORD) as server:
+        suite_against(server.ws_url, ["-m", "not slow", *SERVER_SUBSET])
 
 
 # --- what holds everywhere ------------------------------------------------------------
