@@ -661,7 +661,7 @@ async def test_mentions_are_scope_gated(world):
     assert await call(A, "fn::amem::mentions::link", [{"id": b_passage, "text": "Shared Person", "scopes": ["org/b"]}], None) == 0
     with pytest.raises(PermissionDenied):  # claims org/a scopes for B's passage: the engine refuses the edge
         await call(A, "fn::amem::mentions::link", [{"id": b_passage, "text": "Shared Person", "scopes": ["org/a"]}], None)
-    for sql in ("RELATE $a->mentions->entity:⟨company/bsecretco⟩ SET scopes = ['org/a']",
+    for sql in ("RELATE $a->mentions->entity:⟨organisation/bsecretco⟩ SET scopes = ['org/a']",
                 "RELATE $b->mentions->entity:⟨person/shared person⟩ SET scopes = ['org/a']",
                 "UPDATE mentions SET scopes = ['org/b']", "DELETE mentions WHERE scope_keys CONTAINS 'org/b'"):
         try:
