@@ -186,17 +186,28 @@ class Memory:
         rrf_k: float | None = None,
         graph_depth: int | None = None,
         expand_context: bool | None = None,
+        as_of: When = None,
+        valid_at: When = None,
+        valid_during: Sequence[datetime | str] | None = None,
+        valid_from: When = None,
+        valid_until: When = None,
     ) -> RecallResponse:
         """Facts and passages ranked together for ``query`` (MEMORY.md section 2):
         embeds it (unless mode is bm25 or graph), then ONE round trip to
         ``fn::amem::recall``. ``k`` is 1..50 (more is an InvalidInput: recall does
-        not clamp); ``include`` keeps ``facts`` and/or ``passages`` in the response."""
+        not clamp); ``include`` keeps ``facts`` and/or ``passages`` in the response.
+        The time options (those of ``entities.get``; ``at_instant`` is not built for
+        recall yet) recall what was believed or valid then; document passages have
+        no history yet and are read as they are now."""
         if not isinstance(query, str):
             raise TypeError(f"a query is a str, not {type(query).__name__}")
+        clock = time_options(as_of=as_of, valid_at=valid_at, valid_during=valid_during,
+                             valid_from=valid_from, valid_until=valid_until)
         opts = _clean({
             "mode": mode, "k": k, "include": _strs("include", include), "lens": _lens(lens),
             "labels": _strs("labels", labels), "threshold": threshold, "vectorWeight": vector_weight,
             "graphWeight": graph_weight, "rrfK": rrf_k, "graphDepth": graph_depth, "expandContext": expand_context,
+            **clock,
         })
         embedding = None if mode in ("bm25", "graph") else await self.embed_query(query)
         if embedding is not None:

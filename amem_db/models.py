@@ -453,6 +453,7 @@ class RecallResponse(_Camel):
     context_hits: list[ContextHit] = []
     seed_entities: list[SeedEntity] = []
     classification_kind: Literal["direct_lookup", "hybrid", "full_context"] = "hybrid"
+    clock: dict[str, Any] = {}
     tier: str = "hybrid"
     tier_reason: str | None = None
     query_ms: float = 0.0
