@@ -354,7 +354,7 @@ async def test_raw_surrealql_cannot_cross_scopes(world):
     (own,) = await A.query("SELECT * FROM amem_principal")
     assert [r["name"] for r in own] == ["tenant-a"] and "key_hash" not in own[0]
     (settings,) = await A.query("SELECT VALUE record::id(id) FROM amem_setting")
-    assert set(settings) <= {"schema", "embedding"}
+    assert set(settings) <= {"schema", "embedding", "storage"}
     # schema statements are refused by the engine's IAM; another namespace is not even found
     refused = [(sql, NotAllowedError, "Not enough permissions") for sql in [
         "INFO FOR DB", "REMOVE TABLE chunk", "DEFINE TABLE OVERWRITE chunk PERMISSIONS FULL", "ALTER TABLE chunk PERMISSIONS FULL",
