@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -73,8 +74,11 @@ doc = st.one_of(hostile, st.fixed_dictionaries({"text": st.one_of(st.text(min_si
     "scopes": st.one_of(hostile, st.lists(paths, max_size=5))}))
 page_opts = st.one_of(hostile, st.dictionaries(st.sampled_from(["limit", "offset", "status", "mimeType", "lens", "minDocumentCount", "sort"]),
                                                st.one_of(hostile, lens), max_size=5))
+TIME_KEYS = ["asOf", "atInstant", "validAt", "validDuring", "validFrom", "validUntil"]
+instant = st.one_of(hostile, st.datetimes(timezones=st.just(UTC)), st.sampled_from(["2024-02-30", "2024-01-01T25:00:00Z", "0000-01-01", "9999-12-31"]))
+time_opts = st.dictionaries(st.sampled_from([*TIME_KEYS, "lens"]), st.one_of(instant, st.lists(instant, max_size=3), lens), max_size=4)
 RECALL_KEYS = ["mode", "k", "include", "lens", "labels", "threshold", "vectorWeight", "graphWeight", "rrfK", "graphDepth",
-               "expandContext", "caller", "embeddingModel", "bogus"]
+               "expandContext", "caller", "embeddingModel", "bogus", *TIME_KEYS]
 recall_opts = st.one_of(hostile, st.dictionaries(st.sampled_from(RECALL_KEYS), st.one_of(
     hostile, lens, st.sampled_from(["hybrid", "vector", "bm25", "graph"]), st.lists(st.sampled_from(["facts", "passages", "x"]), max_size=3)),
     max_size=6))
@@ -121,8 +125,11 @@ FUNCTIONS = {  # name -> strategy of the argument tuple
     # typed memory
     "fn::amem::facts::prepare": st.tuples(fact_request),
     "fn::amem::facts::write": st.tuples(fact_request, st.one_of(st.none(), hostile)),
-    "fn::amem::entities::get": st.tuples(hostile, hostile, st.one_of(st.none(), hostile)),
-    "fn::amem::entities::history": st.tuples(hostile, hostile, hostile, st.one_of(st.none(), hostile)),
+    "fn::amem::entities::get": st.tuples(hostile, hostile, st.one_of(st.none(), hostile, time_opts)),
+    "fn::amem::entities::history": st.tuples(hostile, hostile, hostile, st.one_of(st.none(), hostile, time_opts)),
+    "fn::amem::facts::diff": st.tuples(instant, instant, st.one_of(st.none(), hostile, time_opts)),
+    "fn::amem::clock::options": st.tuples(st.one_of(time_opts, hostile), st.one_of(st.booleans(), hostile)),
+    "fn::amem::clock::versioned": st.tuples(),
     "fn::amem::entities::list": st.tuples(page_opts),
     "fn::amem::recall": st.tuples(st.one_of(st.text(max_size=200), hostile), vector, recall_opts),
     "fn::amem::inspect": st.tuples(st.one_of(hostile, entity_ref), st.one_of(st.none(), hostile)),
