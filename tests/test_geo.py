@@ -14,6 +14,8 @@ import math
 import random
 
 import pytest
+import pytest_asyncio
+from devserver_fixture import dev_server, tenants  # noqa: F401
 from haversine import Unit, haversine
 from shapely.geometry import LinearRing, Point, Polygon
 
@@ -322,3 +324,45 @@ async def test_raw_surrealql_location(mem, db):
     (r,) = await db.query("RETURN fn::amem::documents::query('harbour dawn', NONE, "
                           "{mode: 'bm25', location: {near: {lat: 48.8566, lng: 2.3522, radiusKm: 5}}})")
     assert [h["document"]["title"] for h in r["results"]] == ["paris"]
+
+
+# --- record users: geometry follows the row's scope rules --------------------------------
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def geo_tenants(dev_server):
+    grants = {"geo-a": dict(read=[], write=["org/a"]), "geo-b": dict(read=[], write=["org/b"])}
+    async with tenants(dev_server, "geo", grants) as t:
+        yield t
+
+
+async def test_record_user_cannot_place_or_move_rows_outside_its_scope(geo_tenants):
+    t = geo_tenants
+    A, B, root = t.conns["geo-a"], t.conns["geo-b"], t.root
+    emb = get_embedder("hash:384")
+    mem_a, mem_b = Memory(A, embedder=emb), Memory(B, embedder=emb)
+    await mem_b.documents.ingest_text("Lighthouse keeper log, bsecret.", source="geo:b", location=PARIS)
+    await mem_b.facts.write({"triples": [{"entity": {"type": "place", "name": "Shared Rock"}, "key": "kind", "value": "bsecretrock"}],
+                             "text": "bsecret rock note", "location": {"lat": 1.0, "lng": 1.0}})
+    await mem_a.documents.ingest_text("Lighthouse keeper log, a side.", source="geo:a", location=LONDON)
+    (before,) = await root.query("SELECT id, geometry, geo_cell FROM chunk, memory_chunk, attribute, entity ORDER BY id")
+    # raw SurrealQL by A: move every row it can name, set the cell key by hand
+    for sql in ("UPDATE chunk SET geometry = (0.0, 0.0)", "UPDATE memory_chunk SET geometry = (0.0, 0.0)",
+                "UPDATE attribute SET geometry = (0.0, 0.0)", "UPDATE entity SET geometry = (0.0, 0.0)",
+                "UPDATE chunk SET geo_cell = 'zzz'"):
+        try:
+            await A.query(sql)
+        except Exception:
+            pass  # refused outright is as good as ignored
+    (after,) = await root.query("SELECT id, geometry, geo_cell FROM chunk, memory_chunk, attribute, entity ORDER BY id")
+    moved = {str(r["id"]) for r, s in zip(before, after, strict=True) if r != s}
+    # A's own chunk moved (its row, its region); nothing of B's, no entity node, no hand-set cell
+    assert moved and all(m.startswith("chunk:") for m in moved), moved
+    (b_rows,) = await root.query("SELECT VALUE geometry FROM chunk WHERE scope_keys CONTAINS 'org/b'")
+    assert all((g.latitude, g.longitude) == PARIS for g in b_rows)
+    (cells,) = await root.query("SELECT VALUE geo_cell FROM chunk WHERE scope_keys CONTAINS 'org/a'")
+    (want,) = await root.query("RETURN geo::hash::encode((0.0, 0.0), 9)")
+    assert cells == [want]
+    # A's geo reads never surface B's located rows
+    r = await mem_a.documents.query("lighthouse keeper log", location={"near": {"lat": PARIS[0], "lng": PARIS[1], "radiusKm": 20}})
+    assert r.results == []
+    rec = await mem_a.recall("lighthouse rock note", location={"nearest": {"lat": 1.0, "lng": 1.0, "k": 10, "weight": 1.0}})
+    assert "bsecret" not in str([h.text for h in rec.hits])
