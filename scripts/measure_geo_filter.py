@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from amem_db.connection import Target, close_quietly, open_connection  # noqa: E402
-from amem_db.migrator import Migrator  # noqa: E402
+from amem_db.connection import Target, close_quietly, open_connection
+from amem_db.migrator import Migrator
 
 PLAIN_SCAN = """
 LET $g = fn::amem::geo::option($loc);

@@ -366,3 +366,30 @@ async def test_record_user_cannot_place_or_move_rows_outside_its_scope(geo_tenan
     assert r.results == []
     rec = await mem_a.recall("lighthouse rock note", location={"nearest": {"lat": 1.0, "lng": 1.0, "k": 10, "weight": 1.0}})
     assert "bsecret" not in str([h.text for h in rec.hits])
+
+
+# --- the CLI ---------------------------------------------------------------------------------
+def test_cli_location_options(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from amem_db.cli import app
+
+    def cli(*args: str):
+        return CliRunner().invoke(app, ["--url", f"surrealkv://{tmp_path / 'db'}", "--embedder", "hash:384", *args], prog_name="amem-db")
+
+    assert cli("migrate").exit_code == 0
+    (tmp_path / "oslo.md").write_text("# Oslo\n\nFerry timetable for the fjord.\n")
+    (tmp_path / "rome.md").write_text("---\nlocation: 41.9, 12.5\n---\n# Rome\n\nFerry timetable for the river.\n")
+    done = cli("ingest", str(tmp_path / "oslo.md"), str(tmp_path / "rome.md"), "--location", "59.91,10.75")
+    assert done.exit_code == 0, done.output
+    near = json.loads(cli("query", "ferry timetable", "--near", "59.9,10.7,20", "--json").stdout)
+    assert [r["document"]["title"] for r in near["results"]] == ["Oslo"]
+    within = json.loads(cli("recall", "ferry timetable", "--within", "POLYGON((10 40, 15 40, 15 45, 10 45, 10 40))", "--json").stdout)
+    assert within["hits"] and all(h["citation"]["title"] == "Rome" for h in within["hits"])
+    nearest = json.loads(cli("query", "ferry timetable", "--nearest", "41.9,12.5,2", "--json").stdout)
+    assert nearest["results"][0]["document"]["title"] == "Rome"
+    bad = cli("query", "ferry", "--near", "95,0,1")
+    assert bad.exit_code == 1 and "location.near.lat" in bad.stderr
+    assert cli("query", "ferry", "--near", "59.9,10.7").exit_code == 2  # not LAT,LNG,KM: a usage error
