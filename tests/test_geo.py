@@ -89,6 +89,26 @@ async def test_near_filter_matches_haversine_on_random_points(db):
             assert (f"near_{i}" in got) == (d <= radius), (p, d, radius)
 
 
+async def test_nearest_leg_orders_by_haversine(db):
+    # the points of the test above (memory passages named near_*), k nearest of random centres
+    (rows,) = await db.query("SELECT record::id(id) AS id, geometry FROM memory_chunk WHERE string::starts_with(record::id(id), 'near_')")
+    pts = {r["id"]: (r["geometry"].latitude, r["geometry"].longitude) for r in plain(rows)}
+    assert len(pts) == 300
+    some = next(iter(pts.values()))
+    for _ in range(5):
+        c = (some[0] + RNG.uniform(-2, 2), some[1] + RNG.uniform(-2, 2))
+        k = RNG.randint(1, 40)
+        (got,) = (await db.query("LET $o = fn::amem::recall::options('x', NONE, {mode: 'bm25', location: {nearest: {lat: $lat, lng: $lng, k: $k}}}); "
+                                 "RETURN fn::amem::geo::nearest(['memory_chunk'], $o.f)", {"lat": c[0], "lng": c[1], "k": k}))[-1:]
+        got = plain(got)
+        want = sorted(pts, key=lambda i: km(c, pts[i]))[:k]
+        assert len(got) == k
+        for row, wid in zip(got, want, strict=True):
+            gid = row["id"].split(":", 1)[1]
+            assert row["meters"] == pytest.approx(km(c, pts[gid]) * 1000, rel=1e-6)
+            assert gid == wid or km(c, pts[gid]) == pytest.approx(km(c, pts[wid]), rel=1e-9), (gid, wid)
+
+
 async def test_cover_cells_never_miss_a_point_near_poles_and_antimeridian(db):
     for centre in [(89.9, 10.0), (-89.5, -170.0), (10.0, 179.95), (-5.0, -179.99), (0.0, 0.0)]:
         pts = [(max(-90, min(90, centre[0] + RNG.uniform(-0.5, 0.5))), ((centre[1] + RNG.uniform(-0.5, 0.5) + 180) % 360) - 180)
@@ -215,6 +235,15 @@ async def test_document_location_lands_on_the_document_its_chunks_and_their_copi
     (cells,) = await db.query("SELECT VALUE geo_cell FROM chunk WHERE document.source = 'geo:paris'")
     (want,) = await db.query("RETURN geo::hash::encode((2.3522, 48.8566), 9)")
     assert cells and set(cells) == {want}
+
+
+async def test_transcript_segments_inherit_the_location(mem, db):
+    vtt = "WEBVTT\n\n00:00:00.000 --> 00:00:02.000\nThe tide is high.\n\n00:00:02.000 --> 00:00:04.000\nThe boats are out.\n"
+    await mem.documents.ingest_text(vtt, source="geo:tide.vtt", mime_type="text/vtt", location={"lat": 53.5, "lng": 10.0})
+    (rows,) = await db.query("SELECT VALUE geometry FROM audio_chunk WHERE document.source = 'geo:tide.vtt'")
+    assert rows and all((g.latitude, g.longitude) == (53.5, 10.0) for g in plain(rows))
+    r = await mem.documents.query("tide boats", location={"near": {"lat": 53.5, "lng": 10.0, "radiusKm": 1}})
+    assert r.results and {x.document.source for x in r.results} == {"geo:tide.vtt"}
 
 
 async def test_jsonl_and_front_matter_and_cli_location(mem, db, tmp_path):
