@@ -329,6 +329,8 @@ async def test_nearest_leg_joins_the_rrf(mem):
         titles = await docs_of(r)
         assert titles[0] == name, titles
         assert r.trace["options"]["location"]["nearest"]["k"] == 3
+        top = r.trace["hits"][0]["nearest"]  # the per-hit trace names the leg, its rank and distance
+        assert top["rank"] == 1 and top["meters"] < 1000 and top["contribution"] == pytest.approx(1.0 / (60 + 1))
     # nearest ranks, it does not filter: with weight 0 the order is the plain one
     plain_order = await docs_of(await mem.documents.query("harbour notes dawn", k=4))
     zero = await mem.documents.query("harbour notes dawn", k=4, location={"nearest": {"lat": TOKYO[0], "lng": TOKYO[1], "weight": 0}})
@@ -347,6 +349,8 @@ async def test_recall_location_filter_and_nearest(mem):
     assert r.trace["options"]["location"]["near"]["radiusKm"] == 100.0
     r2 = await mem.recall("kelp farm harvests", k=5, location={"nearest": {"lat": -41.0, "lng": 174.0, "k": 5, "weight": 1.0}})
     assert "autumn" in r2.hits[0].text or "South" in r2.hits[0].text, [h.text for h in r2.hits]
+    traced = r2.trace["hits"][0]["nearest"]
+    assert traced is not None and traced["meters"] < 1000
 
 
 async def test_raw_surrealql_location(mem, db):
