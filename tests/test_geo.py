@@ -237,6 +237,15 @@ async def test_document_location_lands_on_the_document_its_chunks_and_their_copi
     assert cells and set(cells) == {want}
 
 
+async def test_a_new_location_replaces_an_unchanged_text(mem, db):
+    first = await mem.documents.ingest_text("Tide table for the outer pier.", source="geo:pier", location=(10.0, 10.0))
+    same = await mem.documents.ingest_text("Tide table for the outer pier.", source="geo:pier", location=(10.0, 10.0))
+    moved = await mem.documents.ingest_text("Tide table for the outer pier.", source="geo:pier", location=(11.0, 10.0))
+    assert (first.status, same.status, moved.status) == ("added", "unchanged", "replaced")
+    (rows,) = await db.query("SELECT VALUE geometry FROM chunk WHERE document.source = 'geo:pier'")
+    assert rows and all(g.latitude == 11.0 for g in plain(rows))
+
+
 async def test_transcript_segments_inherit_the_location(mem, db):
     vtt = "WEBVTT\n\n00:00:00.000 --> 00:00:02.000\nThe tide is high.\n\n00:00:02.000 --> 00:00:04.000\nThe boats are out.\n"
     await mem.documents.ingest_text(vtt, source="geo:tide.vtt", mime_type="text/vtt", location={"lat": 53.5, "lng": 10.0})
