@@ -1,4 +1,4 @@
-"""docs/ENGINE-ISSUES.md #16: full-text and HNSW indexes are not versioned.
+"""docs/ENGINE-ISSUES.md #17: full-text and HNSW indexes are not versioned.
 
 On surrealkv+versioned:// (SurrealDB core 3.2.4, embedded), a row changed after
 instant t1 and a row created after it, then the same queries with and without
