@@ -65,6 +65,7 @@ async def remember(
     session_id: str | None = typer.Option(None, "--session", help="conversation/session id"),
     role: str | None = typer.Option(None, help="user | assistant | system | tool"),
     idempotency_key: str | None = typer.Option(None, "--idempotency-key", help="a repeat within 24 h returns the first answer"),
+    location: str | None = typer.Option(None, "--location", metavar="LAT,LNG", help="where the facts and passages apply (recall --near / --within / --nearest)"),
     json_output: bool = json_option(),
 ) -> None:
     """Remember facts and text in one transaction (all or nothing).
@@ -75,7 +76,7 @@ async def remember(
         raise InvalidInput("nothing to remember: give text, --fact, or both")
     request = _optional(triples=[parse_fact(f) for f in fact], text=text, scopes=list(scope), category=category,
                         confidence=confidence, observed_at=observed_at, valid_from=valid_from, valid_until=valid_until,
-                        session_id=session_id, role=role, idempotency_key=idempotency_key)
+                        session_id=session_id, role=role, idempotency_key=idempotency_key, location=location)
     mem = await session.memory()
     result = as_json(await mem.facts.write(request))
     if json_output:
