@@ -10,7 +10,19 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..constants import MAX_K
-from .app import Session, as_json, json_option, lens_option, out, parse_lens, print_json
+from .app import (
+    Session,
+    as_json,
+    as_of_option,
+    json_option,
+    lens_option,
+    out,
+    parse_during,
+    parse_lens,
+    print_json,
+    valid_at_option,
+    valid_during_option,
+)
 
 
 def snippet(text: str, query: str, width: int = 220) -> str:
@@ -149,17 +161,22 @@ async def recall(
     near: str | None = near_option(),
     within: str | None = within_option(),
     nearest: str | None = nearest_option(),
+    as_of: str | None = as_of_option(),
+    valid_at: str | None = valid_at_option(),
+    valid_during: str | None = valid_during_option(),
     json_output: bool = json_option("the full response (hits, contextHits, seedEntities, trace) as JSON"),
 ) -> None:
     """Recall facts and passages together, ranked in one database round trip.
 
     Example: amem-db recall "what is Alice's role?" --k 5
+    (--as-of: what was believed then; --valid-at / --valid-during: what held then)
     """
     mem = await session.memory()
     response = as_json(await mem.recall(
         text, mode=mode, k=k, include=include or None, labels=label or None,
         lens=parse_lens(lens), graph_depth=graph_depth, expand_context=False if no_context else None,
-        location=parse_location(near, within, nearest)))
+        location=parse_location(near, within, nearest), as_of=as_of, valid_at=valid_at,
+        valid_during=parse_during(valid_during)))
     if json_output:
         return print_json(response)
     table = Table("#", "source", "score", "text", "valid", "citation", show_lines=True)
