@@ -13,6 +13,7 @@ its typed refusal elsewhere, raw SurrealQL = Python."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 from datetime import UTC, datetime, timedelta
 
@@ -116,10 +117,14 @@ def triple(who: str, op: dict) -> dict:
     return {**t, "value": op["value"]}
 
 
-async def play(mem, who: str, ops: list[dict]) -> Timeline:
-    """Write the timeline to the engine and the model; outcomes must agree."""
+async def play(mem, who: str, ops: list[dict], snapshots: list | None = None) -> Timeline:
+    """Write the timeline to the engine and the model; outcomes must agree. With
+    ``snapshots``: after each operation, (the database's clock, a copy of the model)."""
     model = Timeline()
     for op in ops:
+        if snapshots is not None and model.rows:
+            (instant,) = await mem.conn.query("RETURN time::now()")
+            snapshots.append((instant, copy.deepcopy(model)))
         if op["op"] != "forget":  # every write names the entity (a retraction too): known from its first
             model.named = min(model.named or day(observed(op)), day(observed(op)))
         if op["op"] == "forget":
@@ -300,6 +305,31 @@ async def test_raw_surrealql_gives_the_same_answer_as_python(mem):
     assert [a["value"] for a in raw["attributes"]] == [a.value for a in py.attributes] == ["a"]
     (diff,) = await mem.conn.query("RETURN fn::amem::facts::diff('2020-06-01', '2021-06-01', { entity: { type: 'person', name: $who } })", {"who": who})
     assert [c["key"] for c in diff["changed"]] == ["role"]
+
+
+# --- system time: the oracle on versioned storage ------------------------------------------------
+@pytest.fixture(scope="module")
+async def vmem(tmp_path_factory):
+    mem = await Memory.open(f"surrealkv+versioned://{tmp_path_factory.mktemp('versioned') / 'db'}",
+                            embedder=get_embedder("hash:384"), migrate=True)
+    yield mem
+    await mem.close()
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(ops=timeline(), data=st.data())
+async def test_oracle_on_versioned_storage_at_instant_and_as_of(vmem, ops, data):
+    """On surrealkv+versioned://: atInstant t (after some of the timeline's operations)
+    answers as the model of just those operations; asOf / valid reads as on mem://."""
+    who = f"Versioned {next(_n)}"
+    snapshots: list = []
+    model = await play(vmem, who, ops, snapshots)
+    for instant, before in data.draw(st.lists(st.sampled_from(snapshots), max_size=3), label="instants") if snapshots else []:
+        got = await vmem.entities.get("person", who, at_instant=instant)
+        rows = [] if got is None else got.attributes + got.relations
+        assert {r.id for r in rows} == before.get(Clock(known=instant)), instant
+    for c in data.draw(st.lists(clock(instants(model)), min_size=1, max_size=2), label="reads"):
+        await check_reads(vmem, who, model, c)
 
 
 async def test_at_instant_reads_the_database_as_it_was(tmp_path):
