@@ -189,6 +189,7 @@ class Memory:
         graph_depth: int | None = None,
         expand_context: bool | None = None,
         as_of: When = None,
+        at_instant: When = None,
         valid_at: When = None,
         valid_during: Sequence[datetime | str] | None = None,
         valid_from: When = None,
@@ -199,12 +200,13 @@ class Memory:
         embeds it (unless mode is bm25 or graph), then ONE round trip to
         ``fn::amem::recall``. ``k`` is 1..50 (more is an InvalidInput: recall does
         not clamp); ``include`` keeps ``facts`` and/or ``passages`` in the response.
-        The time options (those of ``entities.get``; ``at_instant`` is not built for
-        recall yet) recall what was believed or valid then; document passages have
-        no history yet and are read as they are now."""
+        The time options (those of ``entities.get``) recall what was believed, stored
+        or valid then; document passages have no history yet and are read as they
+        are now (``at_instant``: today's indexes find the candidates, each judged by
+        its row as stored then)."""
         if not isinstance(query, str):
             raise TypeError(f"a query is a str, not {type(query).__name__}")
-        clock = time_options(as_of=as_of, valid_at=valid_at, valid_during=valid_during,
+        clock = time_options(as_of=as_of, at_instant=at_instant, valid_at=valid_at, valid_during=valid_during,
                              valid_from=valid_from, valid_until=valid_until)
         opts = _clean({
             "mode": mode, "k": k, "include": _strs("include", include), "lens": _lens(lens),

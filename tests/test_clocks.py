@@ -22,7 +22,7 @@ from clock_model import Clock, Timeline
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from amem_db import InvalidInput, Memory, NotFound, NotImplementedMode, NotVersioned
+from amem_db import InvalidInput, Memory, NotFound, NotVersioned
 from amem_db.db import call
 from amem_db.embedding import get_embedder
 
@@ -345,8 +345,13 @@ async def test_at_instant_reads_the_database_as_it_was(tmp_path):
         assert [r.value for r in (await mem.entities.history("person", "Vera", "role", at_instant=before)).rows] == ["analyst"]
         assert await mem.entities.get("person", "Walt", at_instant=before) is None
         assert (await mem.entities.list(at_instant=before)).total == 1
-        with pytest.raises(NotImplementedMode, match="atInstant on recall"):  # visibly unfinished (issue 12)
-            await call(mem.conn, "fn::amem::recall", "Vera", None, {"mode": "bm25", "atInstant": before})
+        # recall: today's indexes find the candidates, their rows as stored then decide
+        hits = (await mem.recall("Vera role", mode="bm25", include=["facts"], at_instant=before)).hits
+        assert [h.citation["value"] for h in hits if h.source == "attribute" and "Vera" in h.text] == ["analyst"]
+        hits = (await mem.recall("Walt role", mode="bm25", include=["facts"], at_instant=before)).hits
+        assert [h for h in hits if "Walt" in h.text] == []  # written after the instant
+        hits = (await mem.recall("Vera role", mode="bm25", include=["facts"])).hits
+        assert [h.citation["value"] for h in hits if h.source == "attribute" and "Vera" in h.text] == ["lead"]
     finally:
         await mem.close()
 

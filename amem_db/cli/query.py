@@ -14,6 +14,7 @@ from .app import (
     Session,
     as_json,
     as_of_option,
+    at_instant_option,
     json_option,
     lens_option,
     out,
@@ -162,6 +163,7 @@ async def recall(
     within: str | None = within_option(),
     nearest: str | None = nearest_option(),
     as_of: str | None = as_of_option(),
+    at_instant: str | None = at_instant_option(),
     valid_at: str | None = valid_at_option(),
     valid_during: str | None = valid_during_option(),
     json_output: bool = json_option("the full response (hits, contextHits, seedEntities, trace) as JSON"),
@@ -175,7 +177,7 @@ async def recall(
     response = as_json(await mem.recall(
         text, mode=mode, k=k, include=include or None, labels=label or None,
         lens=parse_lens(lens), graph_depth=graph_depth, expand_context=False if no_context else None,
-        location=parse_location(near, within, nearest), as_of=as_of, valid_at=valid_at,
+        location=parse_location(near, within, nearest), as_of=as_of, at_instant=at_instant, valid_at=valid_at,
         valid_during=parse_during(valid_during)))
     if json_output:
         return print_json(response)
