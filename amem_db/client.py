@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypedDict, TypeVar
 
@@ -183,17 +184,26 @@ class Memory:
         rrf_k: float | None = None,
         graph_depth: int | None = None,
         expand_context: bool | None = None,
+        query_window: bool | None = None,
+        strict_window: bool | None = None,
+        window_weight: float | None = None,
+        now: datetime | str | None = None,
     ) -> RecallResponse:
         """Facts and passages ranked together for ``query`` (MEMORY.md section 2):
         embeds it (unless mode is bm25 or graph), then ONE round trip to
         ``fn::amem::recall``. ``k`` is 1..50 (more is an InvalidInput: recall does
-        not clamp); ``include`` keeps ``facts`` and/or ``passages`` in the response."""
+        not clamp); ``include`` keeps ``facts`` and/or ``passages`` in the response.
+        Time words in the query ("in May 2023", "last week") become ``query_window``
+        (echoed as ``response.query_window``), relative to ``now`` (default the clock),
+        a boost of ``window_weight`` for rows observed in it; ``strict_window`` keeps
+        only those, ``query_window=False`` turns it off."""
         if not isinstance(query, str):
             raise TypeError(f"a query is a str, not {type(query).__name__}")
         opts = _clean({
             "mode": mode, "k": k, "include": _strs("include", include), "lens": _lens(lens),
             "labels": _strs("labels", labels), "threshold": threshold, "vectorWeight": vector_weight,
             "graphWeight": graph_weight, "rrfK": rrf_k, "graphDepth": graph_depth, "expandContext": expand_context,
+            "queryWindow": query_window, "strictWindow": strict_window, "windowWeight": window_weight, "now": now,
         })
         embedding = None if mode in ("bm25", "graph") else await self.embed_query(query)
         if embedding is not None:
