@@ -8,6 +8,7 @@ counts, and bad options are typed errors that write no trace."""
 from __future__ import annotations
 
 import itertools
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -146,14 +147,14 @@ async def test_boost_reorders_and_is_echoed(mem):
     lens = [[scope]]
     off = await mem.recall(Q, lens=lens, include=["passages"], query_window=False, now=NOW)
     assert off.hits[0].id != ids["2023-05"] and off.query_window is None
-    assert off.trace["legs"]["window"]["ran"] is False
+    assert off.trace["options"]["window"]["ran"] is False
     on = await mem.recall(Q, lens=lens, include=["passages"], window_weight=1.0, now=NOW)
     assert on.hits[0].id == ids["2023-05"]
     assert {h.id for h in on.hits} == {h.id for h in off.hits}  # a boost reorders, it removes nothing
     w = on.query_window
     assert w is not None and w.phrase == "in may 2023"
     assert (w.from_, w.to) == (datetime(2023, 5, 1, tzinfo=UTC), datetime(2023, 6, 1, tzinfo=UTC))
-    legs = on.trace["legs"]["window"]
+    legs = on.trace["options"]["window"]
     assert legs["ran"] is True and legs["matched"] == 1 and legs["window"]["phrase"] == "in may 2023"
     assert on.trace["options"]["window"]["weight"] == 1.0 and on.trace["options"]["window"]["strict"] is False
     assert on.model_dump(by_alias=True, mode="json")["queryWindow"]["phrase"] == "in may 2023"
@@ -183,7 +184,7 @@ async def test_strict_keeps_only_rows_in_the_window(mem):
     assert "chunk" in {h.source for h in boost.hits}  # the boost keeps it
     narrow = await mem.recall(Q, lens=[[scope]], strict_window=True, now=NOW)
     assert [h.id for h in narrow.hits] == [ids["2023-05"]]
-    assert narrow.trace["legs"]["window"]["strict"] is True
+    assert narrow.trace["options"]["window"]["strict"] is True
 
 
 async def test_relative_words_follow_the_now_option(mem):
@@ -234,3 +235,28 @@ async def test_raw_surrealql_equals_python(mem, db):
     py = await mem.recall(Q, mode="bm25", lens=[[scope]], now=NOW, window_weight=1.0)
     assert raw["queryWindow"]["phrase"] == py.query_window.phrase
     assert [plain(h["id"]) for h in raw["hits"]] == [h.id for h in py.hits] and py.hits
+
+
+# --- the CLI ---------------------------------------------------------------------------
+def test_cli_recall_window_options(tmp_path):
+    from typer.testing import CliRunner
+
+    from amem_db.cli import app
+
+    def cli(*args: str):
+        return CliRunner().invoke(app, ["--url", f"surrealkv://{tmp_path / 'db'}", "--embedder", "hash:384", *args], prog_name="amem-db")
+
+    assert cli("migrate").exit_code == 0
+    for when, text in [("2023-05-08T09:00:00Z", "Lena painted a lake"), ("2023-09-01T09:00:00Z", "Lena painted a lake at dawn, painted twice")]:
+        done = cli("remember", text, "--category", "knowledge", "--observed-at", when)
+        assert done.exit_code == 0, done.output
+    strict = json.loads(cli("recall", "what did Lena paint last May", "--now", NOW, "--strict-window", "--json").stdout)
+    assert strict["queryWindow"]["phrase"] == "last may"
+    assert [h["text"] for h in strict["hits"]] == ["Lena painted a lake"]
+    off = json.loads(cli("recall", "what did Lena paint last May", "--now", NOW, "--no-query-window", "--json").stdout)
+    assert off["queryWindow"] is None and len(off["hits"]) == 2
+    table = cli("recall", "what did Lena paint in May 2023", "--window-weight", "2")
+    assert table.exit_code == 0, table.output
+    assert "window 'in may 2023' 2023-05-01 .. 2023-06-01" in table.stdout
+    bad = cli("recall", "Lena", "--now", "soon")
+    assert bad.exit_code == 1 and "now must be a datetime" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
