@@ -79,6 +79,13 @@ PHRASES: list[tuple[str, str, str | None, str | None, str | None]] = [
     ("last May", NOW, d("2023-05-01"), d("2023-06-01"), "last may"),
     ("last March", NOW, d("2023-03-01"), d("2023-04-01"), "last march"),
     ("in the past 3 days", NOW, "2024-03-12T10:00:00Z", d("2024-03-16"), "past 3 days"),
+    ("the past year", NOW, "2023-03-15T10:00:00Z", d("2024-03-16"), "past year"),
+    ("in the past 2 months", NOW, "2024-01-15T10:00:00Z", d("2024-03-16"), "past 2 months"),
+    # offsets from a point
+    ("the puppy she got two weeks before August 11, 2023", NOW, d("2023-07-28"), d("2023-08-11"), "two weeks before august 11 2023"),
+    ("the week after 8 May", NOW, d("2023-05-09"), d("2023-05-16"), "the week after 8 may"),
+    ("a month before June 2023", NOW, d("2023-05-01"), d("2023-06-01"), "a month before june 2023"),
+    ("the day before yesterday", NOW, d("2024-03-13"), d("2024-03-14"), "the day before yesterday"),
     ("moved from Boston 4 years ago", NOW, d("2020-01-01"), d("2021-01-01"), "4 years ago"),
     # two phrases: the leftmost wins
     ("who was CTO in 2021 and in 2022", NOW, d("2021-01-01"), d("2022-01-01"), "in 2021"),
@@ -91,6 +98,7 @@ PHRASES: list[tuple[str, str, str | None, str | None, str | None]] = [
     ("how long ago was her birthday", NOW, None, None, None),  # "ago" without a count
     ("on 31 February", NOW, None, None, None),  # no such day
     ("the last time we met", NOW, None, None, None),
+    ("what did we do before the trip", NOW, None, None, None),
     ("room 1234 has 8 chairs", NOW, None, None, None),
     ("", NOW, None, None, None),
 ]
