@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 
 DATASETS ?= ../shared/datasets
 
-.PHONY: install demo lint test test-fast functions goldens eval bench clean
+.PHONY: install demo lint test test-fast test-container functions goldens eval bench clean
 
 install: $(VENV)/.installed
 
@@ -45,6 +45,11 @@ test: install lint
 # the inner loop: everything but the `slow` marker (a few minutes)
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not slow"
+
+# the suite against a SurrealDB container and deploy/*.compose.yaml (tests/test_container.py,
+# docs/DEPLOY.md): needs Docker; without it the tests skip and -rs prints why
+test-container: install
+	$(BIN)/python -m pytest -q -rs tests/test_container.py
 
 # docs/FUNCTIONS.md from the rendered surql/ (a test fails when it is stale)
 functions: install

@@ -41,6 +41,7 @@ from .models import (
     DocumentStatus,
     EntityDetail,
     EntityPage,
+    FactDiff,
     FactHistory,
     FactKey,
     FactsPrepared,
@@ -67,6 +68,7 @@ _M = TypeVar("_M", bound=pydantic.BaseModel)
 
 #: a DNF scope selector: OR of clauses, each an AND of scope paths: [["org/a"], ["org/b", "clearance/x"]]
 Lens = Sequence[Sequence[str]]
+When = datetime | str | None  # a time option: a datetime or an ISO 8601 string
 
 
 class QueryFilter(TypedDict, total=False):
@@ -184,6 +186,11 @@ class Memory:
         rrf_k: float | None = None,
         graph_depth: int | None = None,
         expand_context: bool | None = None,
+        as_of: When = None,
+        valid_at: When = None,
+        valid_during: Sequence[datetime | str] | None = None,
+        valid_from: When = None,
+        valid_until: When = None,
         query_window: bool | None = None,
         strict_window: bool | None = None,
         window_weight: float | None = None,
@@ -193,16 +200,23 @@ class Memory:
         embeds it (unless mode is bm25 or graph), then ONE round trip to
         ``fn::amem::recall``. ``k`` is 1..50 (more is an InvalidInput: recall does
         not clamp); ``include`` keeps ``facts`` and/or ``passages`` in the response.
+        The time options (those of ``entities.get``; ``at_instant`` is not built for
+        recall yet) recall what was believed or valid then; document passages have
+        no history yet and are read as they are now.
+
         Time words in the query ("in May 2023", "last week") become ``query_window``
         (echoed as ``response.query_window``), relative to ``now`` (default the clock),
         a boost of ``window_weight`` for rows observed in it; ``strict_window`` keeps
         only those, ``query_window=False`` turns it off."""
         if not isinstance(query, str):
             raise TypeError(f"a query is a str, not {type(query).__name__}")
+        clock = time_options(as_of=as_of, valid_at=valid_at, valid_during=valid_during,
+                             valid_from=valid_from, valid_until=valid_until)
         opts = _clean({
             "mode": mode, "k": k, "include": _strs("include", include), "lens": _lens(lens),
             "labels": _strs("labels", labels), "threshold": threshold, "vectorWeight": vector_weight,
             "graphWeight": graph_weight, "rrfK": rrf_k, "graphDepth": graph_depth, "expandContext": expand_context,
+            **clock,
             "queryWindow": query_window, "strictWindow": strict_window, "windowWeight": window_weight, "now": now,
         })
         embedding = None if mode in ("bm25", "graph") else await self.embed_query(query)
@@ -481,6 +495,16 @@ class Facts:
                 vectors[part], at = embedded[at: at + len(texts)], at + len(texts)
         return _model(FactWrite, await call(self.mem.conn, "fn::amem::facts::write", body, vectors))
 
+    async def diff(
+        self, t1: datetime | str, t2: datetime | str, *, lens: Lens | None = None,
+        entity: tuple[str, str] | None = None, key: str | None = None,
+    ) -> FactDiff:
+        """Facts added, changed and closed between known times ``t1 < t2``: the current
+        read at each compared; ``entity=(type, name)`` and ``key`` narrow it."""
+        ent = {"type": entity[0], "name": entity[1]} if entity is not None else None
+        opts = _clean({"lens": _lens(lens), "entity": ent, "key": key})
+        return _model(FactDiff, await call(self.mem.conn, "fn::amem::facts::diff", t1, t2, opts))
+
     async def declare_key(self, key: str, *, multi_valued: bool = True, scopes: Sequence[str] | None = None) -> FactKey:
         """Declare ``key`` multi-valued (several current values) or, with False, single-valued."""
         opts = _clean({"multi_valued": multi_valued, "scopes": _strs("scopes", scopes)})
@@ -493,20 +517,55 @@ class Entities:
     def __init__(self, mem: Memory) -> None:
         self.mem = mem
 
-    async def list(self, *, type: str | None = None, lens: Lens | None = None, limit: int = 50, offset: int = 0) -> EntityPage:
-        """Entities reached through readable facts, by name, paged (limit <= 500)."""
-        opts = _clean({"type": type, "lens": _lens(lens), "limit": limit, "offset": offset})
+    async def list(
+        self, *, type: str | None = None, lens: Lens | None = None, limit: int = 50, offset: int = 0,
+        as_of: When = None, at_instant: When = None,
+    ) -> EntityPage:
+        """Entities reached through readable facts, by name, paged (limit <= 500), as known at ``as_of``."""
+        opts = _clean({"type": type, "lens": _lens(lens), "limit": limit, "offset": offset, "asOf": as_of, "atInstant": at_instant})
         return _model(EntityPage, await call(self.mem.conn, "fn::amem::entities::list", opts))
 
-    async def get(self, type: str, name: str, *, lens: Lens | None = None) -> EntityDetail | None:
-        """One entity with its aliases, current attributes and relations, or None."""
-        row = await call(self.mem.conn, "fn::amem::entities::get", type, name, _clean({"lens": _lens(lens)}))
+    async def get(
+        self, type: str, name: str, *, lens: Lens | None = None, as_of: When = None, at_instant: When = None,
+        valid_at: When = None, valid_during: Sequence[datetime | str] | None = None, valid_from: When = None,
+        valid_until: When = None,
+    ) -> EntityDetail | None:
+        """One entity with its aliases, attributes and relations, or None. Current by
+        default; the time options (datetimes or ISO strings) read what was believed
+        (``as_of``), stored (``at_instant``, versioned storage only) or valid
+        (``valid_at``, ``valid_during=(from, to)``, ``valid_from``, ``valid_until``)
+        then: docs/MEMORY-DESIGN.md "Time"."""
+        clock = time_options(as_of=as_of, at_instant=at_instant, valid_at=valid_at, valid_during=valid_during,
+                             valid_from=valid_from, valid_until=valid_until)
+        row = await call(self.mem.conn, "fn::amem::entities::get", type, name, _clean({"lens": _lens(lens), **clock}))
         return _model(EntityDetail, row) if row else None
 
-    async def history(self, type: str, name: str, key: str, *, lens: Lens | None = None) -> FactHistory:
-        """Every row of one key of an entity, newest first, with both clocks."""
-        opts = _clean({"lens": _lens(lens)})
+    async def history(
+        self, type: str, name: str, key: str, *, lens: Lens | None = None, as_of: When = None, at_instant: When = None,
+        valid_at: When = None, valid_during: Sequence[datetime | str] | None = None, valid_from: When = None,
+        valid_until: When = None,
+    ) -> FactHistory:
+        """Every row of one key of an entity, newest first, with both clocks; with
+        ``as_of`` the history as it stood then (the time options of ``get``, except that
+        no valid-time option means every interval)."""
+        clock = time_options(as_of=as_of, at_instant=at_instant, valid_at=valid_at, valid_during=valid_during,
+                             valid_from=valid_from, valid_until=valid_until)
+        opts = _clean({"lens": _lens(lens), **clock})
         return _model(FactHistory, await call(self.mem.conn, "fn::amem::entities::history", type, name, key, opts))
+
+
+def time_options(
+    *, as_of: When = None, at_instant: When = None, valid_at: When = None,
+    valid_during: Sequence[datetime | str] | None = None, valid_from: When = None, valid_until: When = None,
+) -> dict[str, Any]:
+    """The time options of a read (fn::amem::clock::options) under their stored names."""
+    if isinstance(valid_during, str | bytes):
+        raise TypeError("valid_during must be a pair (from, to), not a string")
+    return _clean({
+        "asOf": as_of, "atInstant": at_instant, "validAt": valid_at,
+        "validDuring": list(valid_during) if valid_during is not None else None,
+        "validFrom": valid_from, "validUntil": valid_until,
+    })
 
 
 def _request(value: object) -> dict[str, Any]:

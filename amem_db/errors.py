@@ -38,6 +38,7 @@ __all__ = [
     "MigrationOutOfOrder",
     "NotFound",
     "NotImplementedMode",
+    "NotVersioned",
     "NotMigrated",
     "PermissionDenied",
     "ServerError",
@@ -207,6 +208,13 @@ class NotImplementedMode(AmemError):
     code = "not_implemented"
 
 
+class NotVersioned(AmemError):
+    """``atInstant`` (system time) on storage that keeps no versions: open the
+    database as ``surrealkv+versioned://PATH`` (MEMORY.md section 3)."""
+
+    code = "not_versioned"
+
+
 # THROW codes -> classes. A code not listed still arrives as an AmemError with
 # its code set, so adding a THROW never needs a Python change to be caught.
 _BY_CODE: dict[str, type[AmemError]] = {
@@ -218,6 +226,7 @@ _BY_CODE: dict[str, type[AmemError]] = {
     "idempotency_conflict": IdempotencyConflict,
     "not_implemented": NotImplementedMode,
     "not_migrated": NotMigrated,
+    "not_versioned": NotVersioned,
 }
 
 

@@ -341,6 +341,7 @@ class Migrator:
         try:
             # under the lock: concurrent DEFINE DATABASE OVERWRITEs upset the other migrators
             await self._strict()
+            await self._probe_storage()
             # the plan may be stale if another migrator finished while we waited
             plan = await self.plan(overrides)
             if plan.problems:
@@ -424,6 +425,17 @@ class Migrator:
         message = _root_cause(raw) or (_error_text(raw["error"]) if raw.get("error") else None)
         if message is not None and "permission" not in message.lower():
             raise MigrationError(f"could not put the database in strict mode: {message}")
+
+    async def _probe_storage(self) -> None:
+        """Record whether the storage keeps versions (a VERSION read succeeds): the
+        stored functions refuse `atInstant` with a typed error where it does not
+        (fn::amem::clock::versioned, surql/120). mem:// and plain surrealkv:// refuse
+        VERSION; surrealkv+versioned:// answers it."""
+        raw = await self.conn.query_raw("SELECT * FROM amem_setting LIMIT 1 VERSION time::now()")
+        versioned = not raw.get("error") and _root_cause(raw) is None
+        await self.conn.query(
+            "UPSERT amem_setting:storage CONTENT { versioned: $v, probed_at: time::now() } RETURN NONE", {"v": versioned}
+        )
 
     async def lock_holder(self) -> dict[str, Any] | None:
         if "amem_lock" not in await self._tables():

@@ -385,6 +385,33 @@ class FactHistory(_Returned):
     entity: str
     key: str
     rows: list[FactRow]
+    clock: dict[str, Any] = {}
+
+
+class DiffRow(FactRow):
+    """A fact row of ``facts.diff``, as believed at the end it belongs to."""
+
+    entity: str
+    key_norm: str
+
+
+class FactChange(_Returned):
+    """An entity + key (+ scopes) whose facts were replaced between the two times."""
+
+    entity: str
+    key: str
+    before: list[DiffRow]
+    after: list[DiffRow]
+
+
+class FactDiff(_Returned):
+    """``facts.diff``: what the current read showed at ``t1`` and at ``t2``, compared."""
+
+    t1: datetime
+    t2: datetime
+    added: list[DiffRow]
+    changed: list[FactChange]
+    closed: list[DiffRow]
 
 
 # --- unified recall (camelCase keys, as the query read path) ---------------------------
@@ -436,6 +463,7 @@ class RecallResponse(_Camel):
     context_hits: list[ContextHit] = []
     seed_entities: list[SeedEntity] = []
     classification_kind: Literal["direct_lookup", "hybrid", "full_context"] = "hybrid"
+    clock: dict[str, Any] = {}
     query_window: QueryWindow | None = None
     tier: str = "hybrid"
     tier_reason: str | None = None

@@ -114,6 +114,7 @@ class SyncFacts(_Facade):
 
     prepare = _twin(Facts.prepare)
     write = _twin(Facts.write)
+    diff = _twin(Facts.diff)
     declare_key = _twin(Facts.declare_key)
 
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+from datetime import UTC
+from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -23,10 +26,9 @@ from amem_db.errors import AmemError, InvalidInput
 from amem_db.ingest import Item, ingest_items
 
 DIM = 384
-TABLES = ["document", "section", "chunk", "audio_chunk", "keyword", "knowledge_has_keyword", "document_link",
-          "entity", "attribute", "relation", "mentions", "chunk_fts", "audio_chunk_fts", "amem_principal", "amem_setting", "amem_migration", "amem_lock",
-          # typed memory (migrations/0005-0008)
-          "entity_name", "memory_chunk", "memory_chunk_fts", "attribute_fts", "uncertainty", "fact_key", "memory_write"]
+# every table of the migrated database but the ones a successful read writes (its trace;
+# recall's reinforcement rows): checksummed after every call (see `tables`)
+READ_WRITTEN = {"retrieval_trace", "reinforcement"}
 
 INJECTIONS = [
     "'); DELETE chunk; --", "\"); DELETE chunk; --", "'; REMOVE TABLE document; --", "document:x; DELETE document",
@@ -72,8 +74,11 @@ doc = st.one_of(hostile, st.fixed_dictionaries({"text": st.one_of(st.text(min_si
     "scopes": st.one_of(hostile, st.lists(paths, max_size=5))}))
 page_opts = st.one_of(hostile, st.dictionaries(st.sampled_from(["limit", "offset", "status", "mimeType", "lens", "minDocumentCount", "sort"]),
                                                st.one_of(hostile, lens), max_size=5))
+TIME_KEYS = ["asOf", "atInstant", "validAt", "validDuring", "validFrom", "validUntil"]
+instant = st.one_of(hostile, st.datetimes(timezones=st.just(UTC)), st.sampled_from(["2024-02-30", "2024-01-01T25:00:00Z", "0000-01-01", "9999-12-31"]))
+time_opts = st.dictionaries(st.sampled_from([*TIME_KEYS, "lens"]), st.one_of(instant, st.lists(instant, max_size=3), lens), max_size=4)
 RECALL_KEYS = ["mode", "k", "include", "lens", "labels", "threshold", "vectorWeight", "graphWeight", "rrfK", "graphDepth",
-               "expandContext", "caller", "embeddingModel", "bogus"]
+               "expandContext", "caller", "embeddingModel", "bogus", *TIME_KEYS]
 recall_opts = st.one_of(hostile, st.dictionaries(st.sampled_from(RECALL_KEYS), st.one_of(
     hostile, lens, st.sampled_from(["hybrid", "vector", "bm25", "graph"]), st.lists(st.sampled_from(["facts", "passages", "x"]), max_size=3)),
     max_size=6))
@@ -92,6 +97,7 @@ forget_request = st.one_of(hostile, st.fixed_dictionaries({}, optional={
     "dryRun": hostile, "purge": hostile, "scopes": hostile, "x": hostile}))
 small_int = st.one_of(st.integers(min_value=-5, max_value=5000), st.integers(min_value=-(2**63), max_value=2**63 - 1))
 
+NO_ARGS = st.tuples()
 FUNCTIONS = {  # name -> strategy of the argument tuple
     "fn::amem::documents::ref": st.tuples(hostile),
     "fn::amem::documents::check": st.tuples(doc),
@@ -119,14 +125,31 @@ FUNCTIONS = {  # name -> strategy of the argument tuple
     # typed memory
     "fn::amem::facts::prepare": st.tuples(fact_request),
     "fn::amem::facts::write": st.tuples(fact_request, st.one_of(st.none(), hostile)),
-    "fn::amem::entities::get": st.tuples(hostile, hostile, st.one_of(st.none(), hostile)),
-    "fn::amem::entities::history": st.tuples(hostile, hostile, hostile, st.one_of(st.none(), hostile)),
+    "fn::amem::entities::get": st.tuples(hostile, hostile, st.one_of(st.none(), hostile, time_opts)),
+    "fn::amem::entities::history": st.tuples(hostile, hostile, hostile, st.one_of(st.none(), hostile, time_opts)),
+    "fn::amem::facts::diff": st.tuples(instant, instant, st.one_of(st.none(), hostile, time_opts)),
+    "fn::amem::clock::options": st.tuples(st.one_of(time_opts, hostile), st.one_of(st.booleans(), hostile)),
+    "fn::amem::clock::versioned": st.tuples(),
     "fn::amem::entities::list": st.tuples(page_opts),
     "fn::amem::recall": st.tuples(st.one_of(st.text(max_size=200), hostile), vector, recall_opts),
     "fn::amem::inspect": st.tuples(st.one_of(hostile, entity_ref), st.one_of(st.none(), hostile)),
     "fn::amem::forget": st.tuples(forget_request),
+    "fn::amem::facts::declare_key": st.tuples(st.one_of(hostile, st.text(max_size=20)), st.one_of(st.none(), hostile, st.fixed_dictionaries(
+        {}, optional={"multi_valued": hostile, "scopes": st.one_of(hostile, st.lists(paths, max_size=3)), "x": hostile}))),
+    "fn::amem::mentions::link": st.tuples(st.one_of(hostile, st.lists(st.one_of(hostile, st.fixed_dictionaries(
+        {"id": st.one_of(hostile, st.sampled_from(INJECTIONS)), "text": st.one_of(st.text(max_size=80), hostile)},
+        optional={"scopes": st.one_of(hostile, st.lists(paths, max_size=3))})), max_size=3)),
+        st.one_of(st.none(), hostile)),
+    "fn::amem::query::terms": st.tuples(st.one_of(st.text(max_size=200), hostile)),
+    "fn::amem::scope::within": st.tuples(st.one_of(paths, hostile), st.one_of(st.lists(paths, max_size=5), hostile)),
+    "fn::amem::scope::writable": st.tuples(st.one_of(st.lists(paths, max_size=5), hostile)),
+    "fn::amem::scope::forgettable": st.tuples(st.one_of(st.lists(paths, max_size=5), hostile)),
+    # no arguments: each principal calls them once (an admin function: refused to the tenants)
+    "fn::amem::documents::recompute_links": NO_ARGS,
+    "fn::amem::meta::settings": NO_ARGS,
+    "fn::amem::meta::info": NO_ARGS,
 }
-EXAMPLES = 16  # per function and principal
+EXAMPLES = 60  # per function (fewer where the argument space is smaller: the no-argument ones)
 
 
 def generate(strategy, n: int) -> list:
@@ -161,53 +184,87 @@ async def _ingest_both(root, a, b) -> dict:
     return {"root": root, "a": a, "b": b}
 
 
-async def checksum(root) -> str:
-    h = hashlib.sha256()
-    for t in TABLES:
-        (rows,) = await root.query(f"SELECT * FROM {t} ORDER BY id")
-        h.update(t.encode() + json.dumps(rows, default=str, sort_keys=True).encode())
-    return h.hexdigest()
+async def tables(root) -> list[str]:
+    (info,) = await root.query("INFO FOR DB")
+    return sorted(set(info["tables"]) - READ_WRITTEN)
 
 
-WRITES = {"fn::amem::documents::ingest", "fn::amem::documents::delete", "fn::amem::facts::write", "fn::amem::forget"}
+async def checksum(root, names: list[str]) -> tuple[str, dict[str, int]]:
+    """A hash of every row of every table (one round trip), and the row count of each."""
+    raw = await root.query_raw(";".join(f"SELECT * FROM {t} ORDER BY id" for t in names), {})
+    h, counts = hashlib.sha256(), {}
+    for t, r in zip(names, raw["result"], strict=True):
+        assert r["status"] == "OK", r
+        counts[t] = len(r["result"])
+        h.update(t.encode() + json.dumps(r["result"], default=str, sort_keys=True).encode())
+    return h.hexdigest(), counts
+
+
+WRITES = {"fn::amem::documents::ingest", "fn::amem::documents::delete", "fn::amem::facts::write", "fn::amem::forget",
+          "fn::amem::facts::declare_key", "fn::amem::mentions::link", "fn::amem::documents::recompute_links"}
+
+
+def client_functions() -> set[str]:
+    """The stored functions the Python client (and so the CLI) calls by name."""
+    names: set[str] = set()
+    for f in (Path(__file__).resolve().parent.parent / "amem_db").glob("*.py"):
+        code = "\n".join(line.split("#", 1)[0] for line in f.read_text().splitlines())  # not the comments
+        names |= set(re.findall(r"fn::amem::[a-z_]+(?:::[a-z_]+)*", code))
+    return names
+
+
+async def test_every_function_the_client_calls_is_fuzzed(env):
+    (info,) = await env["root"].query("INFO FOR DB")
+    defined = {f"fn::{n}" for n in info["functions"]}
+    missing = sorted((client_functions() & defined) - set(FUNCTIONS))
+    assert not missing, f"public stored functions without a hostile-input strategy in FUNCTIONS: {missing}"
 
 
 @pytest.mark.slow  # every function x every hostile value
 async def test_hostile_input_every_function(env):
+    """Every call succeeds or raises a typed AmemError; after every call the operator's
+    checksum of every table (row counts and contents) is unchanged unless a write succeeded."""
     root = env["root"]
-    counts = {"cases": 0, "ok": 0, "typed_errors": 0}
+    names = await tables(root)
+    counts = {"cases": 0, "ok": 0, "typed_errors": 0, "row_checks": 0}
     failures = []
-    base = await checksum(root)
+    base, rows_before = await checksum(root, names)
     for fi, (fn, strategy) in enumerate(FUNCTIONS.items()):
-        for ci, args in enumerate(generate(strategy, EXAMPLES)):
+        for ci, args in enumerate(generate(strategy, EXAMPLES) if strategy is not NO_ARGS else [()] * 3):
             who = ("a", "root", "b")[(fi + ci) % 3]
             counts["cases"] += 1
-            try:
-                await call(env[who], fn, *args)
-                ok = True
-                counts["ok"] += 1
-            except AmemError as exc:
-                ok = False
-                counts["typed_errors"] += 1
-                if str(exc).startswith("the database refused a value"):  # a schema error: validation missed it
-                    failures.append((fn, who, repr(args)[:300], f"unvalidated: {exc}"))
-            except ValueError as exc:  # refused by the client before sending (int outside 64 bits...)
-                ok = False
-                counts["typed_errors"] += 1
-                assert "64-bit" in str(exc) or "JSON" in str(exc), exc
-            except Exception as exc:
-                ok = False
-                failures.append((fn, who, repr(args)[:300], f"{type(exc).__name__}: {str(exc)[:300]}"))
-            after = await checksum(root)
+            ok = await hostile_call(env[who], fn, args, who, counts, failures)
+            after, rows_after = await checksum(root, names)
+            counts["row_checks"] += len(names)
             if after != base:
                 if not (ok and fn in WRITES):
-                    failures.append((fn, who, repr(args)[:300], "the database changed"))
-                base = after
+                    grew = {t: rows_after[t] - rows_before[t] for t in names if rows_after[t] != rows_before[t]}
+                    failures.append((fn, who, repr(args)[:300], f"the database changed (rows {grew or 'same count, contents'})"))
+                base, rows_before = after, rows_after
     (alive,) = await root.query("RETURN 1")
     assert alive == 1  # no engine panic took the server down
     print(f"\nhostile input: {counts['cases']} cases over {len(FUNCTIONS)} functions: {counts['ok']} succeeded, "
-          f"{counts['typed_errors']} typed errors, {len(failures)} findings")
+          f"{counts['typed_errors']} typed errors, {len(failures)} findings; {counts['row_checks']} table checksums")
+    assert counts["cases"] >= 2000
     assert failures == [], "\n".join(sorted({f"{f[0]} {f[3][:160]}" for f in failures}))
+
+
+async def hostile_call(conn, fn: str, args: tuple, who: str, counts: dict, failures: list) -> bool:
+    """One call; True when it succeeded. An untyped exception or a schema error is a finding."""
+    try:
+        await call(conn, fn, *args)
+        counts["ok"] += 1
+        return True
+    except AmemError as exc:
+        counts["typed_errors"] += 1
+        if str(exc).startswith("the database refused a value"):  # a schema error: validation missed it
+            failures.append((fn, who, repr(args)[:300], f"unvalidated: {exc}"))
+    except ValueError as exc:  # refused by the client before sending (int outside 64 bits...)
+        counts["typed_errors"] += 1
+        assert "64-bit" in str(exc) or "JSON" in str(exc), exc
+    except Exception as exc:
+        failures.append((fn, who, repr(args)[:300], f"{type(exc).__name__}: {str(exc)[:300]}"))
+    return False
 
 
 # --- input limits ---------------------------------------------------------------------
@@ -251,3 +308,156 @@ async def test_input_limits_are_enforced_with_clear_errors(env):
     res = await call(a, "fn::amem::documents::query", "policy", None, {"mode": "bm25", "k": 51})
     assert res["trace"]["options"]["k"] == 50 and any("clamped" in w for w in res["warnings"])
     print(f"\ninput limits: {len(cases) + 1} checked")
+
+
+# --- the CLI ----------------------------------------------------------------------------
+# Hostile arguments to every command that reads or writes memory, in process (typer's
+# runner), against a migrated database on a dev server of its own thread, as a scoped
+# credential and as the operator. Every run exits 0, 1 with one typed line
+# (`error (<code>): ...`) or 2 (usage); no exception escapes; a run that did not exit 0
+# (or a read) changes nothing.
+CLI_EXAMPLES = 10  # per command template
+cli_text = st.one_of(st.text(max_size=40), st.sampled_from(INJECTIONS), st.sampled_from(["", "-", "--k", "x" * 5000, "é" * 3000]))
+cli_int = st.one_of(st.integers(min_value=-(2**70), max_value=2**70).map(str), st.sampled_from(["nan", "1e9", "0x10", ""]), cli_text)
+cli_float = st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(repr), cli_text)
+cli_mode = st.one_of(st.sampled_from(["hybrid", "vector", "bm25", "hybrid_graph", "graph"]), cli_text)
+CLI_TEMPLATES: dict[str, tuple] = {  # name -> (argv with placeholders, strategies for T / I / F / M)
+    "query": (["query", "T", "--mode", "M", "--k", "I", "--lens", "T", "--json"]),
+    "query filters": (["query", "T", "--threshold", "F", "--vector-weight", "F", "--document-id", "T", "--mime-type", "T",
+                       "--graph-edges", "T", "--graph-depth", "I"]),
+    "recall": (["recall", "T", "--mode", "M", "--k", "I", "--include", "T", "--label", "T", "--lens", "T", "--json"]),
+    "remember": (["remember", "T", "--fact", "T", "--category", "T", "--confidence", "F", "--observed-at", "T",
+                  "--idempotency-key", "T", "--json"]),
+    "remember scoped": (["remember", "--fact", "T", "--scope", "T", "--valid-from", "T", "--role", "T", "--session", "T"]),
+    "forget": (["forget", "T", "--entity", "T", "--fact-key", "T", "--dry-run", "--json"]),
+    "forget purge": (["forget", "--write", "T", "--session", "T", "--label", "T", "--scope", "T", "--purge"]),
+    "inspect": (["inspect", "T", "--lens", "T", "--json"]),
+    "documents get": (["documents", "get", "T"]),
+    "documents list": (["documents", "list", "--status", "T", "--mime-type", "T", "--lens", "T", "--limit", "I", "--offset", "I"]),
+    "documents chunks": (["documents", "chunks", "T"]),
+    "documents delete": (["documents", "delete", "T"]),
+    "documents reprocess": (["documents", "reprocess", "T"]),
+    "keywords list": (["keywords", "list", "--min-document-count", "I", "--sort", "T", "--limit", "I", "--lens", "T"]),
+    "keywords get": (["keywords", "get", "T"]),
+    "keywords search": (["keywords", "search", "T"]),
+    "entities get": (["entities", "get", "T", "T"]),
+    "entities history": (["entities", "history", "T", "T", "T"]),
+    "entities list": (["entities", "list", "--type", "T", "--limit", "I", "--lens", "T"]),
+    "ingest": (["ingest", "FILE", "--title", "T", "--scope", "T", "--mime-type", "T", "--json"]),
+}
+PLACEHOLDERS = {"T": cli_text, "I": cli_int, "F": cli_float, "M": cli_mode}
+# hostile files for ingest (issue 15 finding 7: each a per-file, one-line, typed error)
+HOSTILE_FILES = {
+    "deep.jsonl": b'{"text": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n",
+    "surrogate.jsonl": b'{"text": "lone \\ud800 surrogate"}\n',
+    "bad-utf8.md": b"# Title\n\n\xff\xfe\xfa not utf-8",
+    "empty.md": b"",
+    "truncated.pdf": b"%PDF-1.7 truncated",
+    "huge-line.txt": b"word " * 300_000,
+    "injection '); DELETE chunk; --.md": b"# Note\n\nfine text",
+    "nul.txt": b"a\x00b\x00c",
+}
+CLI_WRITES = {"remember", "remember scoped", "forget", "forget purge", "documents delete", "documents reprocess", "ingest"}
+
+
+def cli_cases(rng_seed: int = 0) -> list[tuple[str, list[str]]]:
+    cases = []
+    for name, template in CLI_TEMPLATES.items():
+        holes = [t for t in template if t in PLACEHOLDERS]
+        for values in generate(st.tuples(*(PLACEHOLDERS[h] for h in holes)), CLI_EXAMPLES):
+            it = iter(values)
+            cases.append((name, [next(it) if t in PLACEHOLDERS else t for t in template]))
+    return cases
+
+
+@pytest.fixture(scope="module")
+def cli_env(tmp_path_factory):
+    import asyncio
+
+    from devserver_fixture import ROOT_PASSWORD, ROOT_USER, background_dev_server, unique_name
+
+    from amem_db import access
+    from amem_db.connection import Target, close_quietly, open_connection
+    from amem_db.migrator import Migrator
+
+    files = tmp_path_factory.mktemp("hostile-files")
+    for name, body in HOSTILE_FILES.items():
+        (files / name).write_bytes(body)
+    (files / "dangling.md").symlink_to(files / "nowhere.md")
+    with background_dev_server() as server:
+        ns = unique_name("hostile_cli")
+        target = Target(url=server.ws_url, ns=ns, db="test", user=ROOT_USER, password=ROOT_PASSWORD)
+
+        async def setup() -> str:
+            root = await open_connection(target)
+            try:
+                await Migrator(root).migrate()
+                items = [Item(f"c{i}", {"text": f"# C{i}\n\nReturn policy {i}: refunds within 30 days.", "mime_type": "text/markdown",
+                                        "source": f"c{i}.md", "scopes": ["org/a"]}) for i in range(3)]
+                await ingest_items(root, get_embedder("hash:384"), items)
+                return (await access.grant(root, "cli-a", read=[], write=["org/a"], forget=["org/a"]))[1]
+            finally:
+                await close_quietly(root)
+
+        key = asyncio.run(setup())
+        yield {"server": server, "target": target, "key": key, "files": files}
+
+
+@pytest.mark.slow  # a connection and a checksum per run
+def test_hostile_cli(cli_env):
+    import asyncio
+
+    from typer.testing import CliRunner
+
+    from amem_db.cli import app
+    from amem_db.connection import close_quietly, open_connection
+
+    t = cli_env["target"]
+    base = ["--url", t.url, "--ns", t.ns, "--db", "test", "--embedder", "hash:384"]
+    as_key, as_root = [*base, "--key", cli_env["key"]], [*base, "--user", t.user or "", "--pass", t.password or ""]
+    files = sorted(cli_env["files"].iterdir())
+
+    async def snapshot() -> tuple[str, dict[str, int]]:
+        root = await open_connection(t)
+        try:
+            return await checksum(root, await tables(root))
+        finally:
+            await close_quietly(root)
+
+    runner, failures = CliRunner(), []
+    codes: dict[int, int] = {}
+    before, rows = asyncio.run(snapshot())
+    cases = cli_cases()
+    for i, (name, argv) in enumerate(cases):
+        argv = [str(files[i % len(files)]) if a == "FILE" else a for a in argv]
+        result = runner.invoke(app, (as_root if i % 3 == 2 else as_key) + argv, prog_name="amem-db")
+        codes[result.exit_code] = codes.get(result.exit_code, 0) + 1
+        problem = cli_problem(result)
+        after, rows_after = asyncio.run(snapshot())
+        if after != before and not (result.exit_code == 0 and name in CLI_WRITES):
+            grew = {k: rows_after[k] - rows[k] for k in rows if rows_after[k] != rows[k]}
+            problem = problem or f"exit {result.exit_code} yet the database changed (rows {grew or 'same count, contents'})"
+        before, rows = after, rows_after
+        if problem:
+            failures.append(f"{name} {[a[:40] for a in argv]}: {problem}")
+    print(f"\nhostile CLI: {len(cases)} runs over {len(CLI_TEMPLATES)} command templates, exit codes {dict(sorted(codes.items()))}, "
+          f"{len(failures)} findings")
+    assert len(cases) >= 10 * len(CLI_TEMPLATES)
+    assert failures == [], "\n".join(failures[:20])
+
+
+def cli_problem(result) -> str:
+    """'' for a clean run: exit 0, 1 with one typed error line, or 2 (usage)."""
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        return f"{type(result.exception).__name__} escaped: {str(result.exception)[:200]}"
+    text = result.output + (result.stderr if result.stderr_bytes is not None else "")
+    if "Traceback" in text:
+        return "a traceback"
+    if result.exit_code not in (0, 1, 2):
+        return f"exit code {result.exit_code}"
+    untyped = re.search(r"error \(([A-Z]\w*)\)", text)
+    if untyped:
+        return f"an untyped error ({untyped.group(1)}): {text.strip().splitlines()[-1][:200]}"
+    if result.exit_code == 1 and not re.search(r"error \([a-z_]+\): ", text) and "failed" not in text:
+        return f"exit 1 without a typed error line: {text.strip()[-200:]}"
+    return ""

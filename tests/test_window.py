@@ -268,3 +268,11 @@ def test_cli_recall_window_options(tmp_path):
     assert "window 'in may 2023' 2023-05-01 .. 2023-06-01" in table.stdout
     bad = cli("recall", "Lena", "--now", "soon")
     assert bad.exit_code == 1 and "now must be a datetime" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+async def test_now_defaults_to_the_clock_known_time(mem):
+    scope, ids = await hikes(mem)
+    # asOf 3 October 2023: "last month" is September 2023 (what was believed then, about then)
+    r = await mem.recall("Nora hiking last month", lens=[[scope]], strict_window=True, as_of="2023-10-03T12:00:00Z")
+    assert r.query_window is not None and r.query_window.from_ == datetime(2023, 9, 1, tzinfo=UTC)
+    assert [h.id for h in r.hits] == [ids["2023-09"]]
