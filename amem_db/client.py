@@ -69,6 +69,8 @@ _M = TypeVar("_M", bound=pydantic.BaseModel)
 #: a DNF scope selector: OR of clauses, each an AND of scope paths: [["org/a"], ["org/b", "clearance/x"]]
 Lens = Sequence[Sequence[str]]
 When = datetime | str | None  # a time option: a datetime or an ISO 8601 string
+#: a stored location: {"lat", "lng"}, (lat, lng), "LAT,LNG", or a GeoJSON Point (checked in SurrealQL)
+Location = Mapping[str, Any] | tuple[float, float] | str
 
 
 class QueryFilter(TypedDict, total=False):
@@ -191,6 +193,7 @@ class Memory:
         valid_during: Sequence[datetime | str] | None = None,
         valid_from: When = None,
         valid_until: When = None,
+        location: Mapping[str, Any] | None = None,
         query_window: bool | None = None,
         strict_window: bool | None = None,
         window_weight: float | None = None,
@@ -217,6 +220,7 @@ class Memory:
             "labels": _strs("labels", labels), "threshold": threshold, "vectorWeight": vector_weight,
             "graphWeight": graph_weight, "rrfK": rrf_k, "graphDepth": graph_depth, "expandContext": expand_context,
             **clock,
+            "location": location,
             "queryWindow": query_window, "strictWindow": strict_window, "windowWeight": window_weight, "now": now,
         })
         embedding = None if mode in ("bm25", "graph") else await self.embed_query(query)
@@ -283,6 +287,7 @@ class Documents:
         scopes: Sequence[str] | None = None,
         mime_type: str | None = None,
         embed: bool = True,
+        location: Location | None = None,
     ) -> IngestResult:
         """Ingest one file (format detected from its content and name unless
         ``mime_type`` is given; ``source`` defaults to the path). Raises the
@@ -294,7 +299,8 @@ class Documents:
         p = Path(path)
         if p.is_dir():
             raise InvalidInput(f"{p} is a folder: use documents.ingest_paths([path]) for folders")
-        items = items_from_file(p, title=title, source=source, scopes=_strs("scopes", scopes), mime_type=mime_type)
+        items = items_from_file(p, title=title, source=source, scopes=_strs("scopes", scopes), mime_type=mime_type,
+                                location=_location(location))
         if len(items) != 1:
             raise InvalidInput(f"{p} holds {len(items)} documents (a JSONL corpus): use documents.ingest_paths([path])")
         return await self._ingest_one(items[0], embed)
@@ -308,6 +314,7 @@ class Documents:
         scopes: Sequence[str] | None = None,
         mime_type: str = "text/plain",
         embed: bool = True,
+        location: Location | None = None,
     ) -> IngestResult:
         """Ingest ``text`` itself as one document (``mime_type`` e.g.
         "text/markdown" to get its sections). ``source`` identifies it: the same
@@ -323,7 +330,7 @@ class Documents:
         parsed: list[ParsedDocument] = parse(data, name=source, mime_type=mime_type)
         if len(parsed) != 1:
             raise InvalidInput(f"{len(parsed)} documents in one text (a JSONL corpus?): use documents.ingest_paths")
-        doc = doc_object(parsed[0], source=source, title=title, scopes=_strs("scopes", scopes))
+        doc = doc_object(parsed[0], source=source, title=title, scopes=_strs("scopes", scopes), location=_location(location))
         return await self._ingest_one(Item(source or "text", doc), embed)
 
     async def _ingest_one(self, item: Item, embed: bool) -> IngestResult:
@@ -343,6 +350,7 @@ class Documents:
         mime_type: str | None = None,
         batch_size: int = 16,
         progress: Progress | None = None,
+        location: Location | None = None,
     ) -> IngestReport:
         """Ingest files and folders (recursively, hidden files skipped); a file
         that fails is reported in the result, the rest go on."""
@@ -353,7 +361,7 @@ class Documents:
                 raise TypeError(f"paths[{i}] must be a path (str or os.PathLike), not {type(p).__name__}")
         return await ingest_paths(self.mem.conn, self.mem.embedder, [Path(p) for p in paths], title=title, source=source,
                                   scopes=_strs("scopes", scopes), mime_type=mime_type, batch_size=batch_size,
-                                  progress=progress, after_batch=self.mem.reopen_if_wal_full)
+                                  progress=progress, after_batch=self.mem.reopen_if_wal_full, location=_location(location))
 
     async def get(self, id: str) -> Document | None:
         """One document (without its text, with its keywords), or None."""
@@ -408,6 +416,7 @@ class Documents:
         use_hyde: bool | None = None,
         decompose_query: bool | None = None,
         use_reranker: bool | None = None,
+        location: Mapping[str, Any] | None = None,
     ) -> QueryResponse:
         """Ranked passages for ``query``: embeds it (unless mode is bm25), then ONE
         round trip to ``fn::amem::documents::query``. Options and defaults as the
@@ -420,6 +429,7 @@ class Documents:
             "filter": _filter(filter), "lens": _lens(lens), "expandContext": expand_context, "graphAlpha": graph_alpha,
             "graphDepth": graph_depth, "graphEdges": _strs("graph_edges", graph_edges), "expandGraph": expand_graph,
             "useHyde": use_hyde, "decomposeQuery": decompose_query, "useReranker": use_reranker,
+            "location": location,
         })
         embedding = None if mode == "bm25" else await self.mem.embed_query(query)
         if embedding is not None:
@@ -612,6 +622,18 @@ def _filter(value: object) -> dict[str, Any] | None:
         if out.get(key) is not None:
             out[key] = _strs(f"filter.{key}", out[key])
     return out
+
+
+def _location(value: object) -> str | dict[str, Any] | None:
+    """A stored location as the engine takes it; (lat, lng) becomes {lat, lng}. The
+    values are checked by fn::amem::geo::stored (typed errors naming the field)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, tuple) and len(value) == 2:
+        return {"lat": value[0], "lng": value[1]}
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f'location must be {{"lat": ..., "lng": ...}}, (lat, lng) or "LAT,LNG", not {type(value).__name__}')
 
 
 def _id(value: object) -> str:

@@ -70,8 +70,10 @@ def doc_object(
     source: str | None,
     title: str | None = None,
     scopes: Sequence[str] | None = None,
+    location: str | dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A parser result as the document object ``fn::amem::documents::*`` take."""
+    """A parser result as the document object ``fn::amem::documents::*`` take.
+    ``location`` is a default: the file's own (JSONL field, front matter) wins."""
     if isinstance(scopes, str | bytes):
         raise TypeError(f"scopes must be a list of scope paths, not a str: scopes=[{scopes!r}]")
     return {
@@ -91,7 +93,7 @@ def doc_object(
         ],
         "links": [{"href": link.href, "text": link.text} for link in parsed.links],
         "scopes": list(scopes or []),
-    }
+    } | ({"location": where} if (where := parsed.location if parsed.location is not None else location) is not None else {})
 
 
 def items_from_file(
@@ -101,14 +103,15 @@ def items_from_file(
     source: str | None = None,
     scopes: Sequence[str] | None = None,
     mime_type: str | None = None,
+    location: str | dict[str, Any] | None = None,
 ) -> list[Item]:
     parsed = parse_file(path, mime_type=mime_type)
     base = source or str(path)
     if len(parsed) == 1 and parsed[0].source_id is None:
-        return [Item(base, doc_object(parsed[0], source=base, title=title, scopes=scopes))]
+        return [Item(base, doc_object(parsed[0], source=base, title=title, scopes=scopes, location=location))]
     # a corpus file: one document per line, each its own source
     return [
-        Item(f"{base}#{p.source_id or i}", doc_object(p, source=f"{base}#{p.source_id or i}", scopes=scopes))
+        Item(f"{base}#{p.source_id or i}", doc_object(p, source=f"{base}#{p.source_id or i}", scopes=scopes, location=location))
         for i, p in enumerate(parsed)
     ]
 
@@ -251,8 +254,10 @@ async def ingest_paths(
     batch_size: int = 16,
     progress: Progress | None = None,
     after_batch: Callable[[], Awaitable[Any]] | None = None,
+    location: str | dict[str, Any] | None = None,
 ) -> IngestReport:
-    """Ingest files and folders; a file that cannot be parsed is reported, the rest go on."""
+    """Ingest files and folders; a file that cannot be parsed is reported, the rest go on.
+    ``location``: where the documents apply, unless a file gives its own."""
     report = IngestReport()
     files = list(collect_files(paths))
     if progress:
@@ -260,7 +265,7 @@ async def ingest_paths(
     for path in files:
         try:
             items = items_from_file(path, title=title, source=source if len(files) == 1 else None,
-                                    scopes=scopes, mime_type=mime_type)
+                                    scopes=scopes, mime_type=mime_type, location=location)
         except ParseError as exc:
             report.results.append(IngestResult(status="failed", name=str(path), error=str(exc), error_code="unreadable_file"))
             if progress:

@@ -181,6 +181,29 @@ def test_remember_supersedes_and_entities_show_current_and_history(db_args):
     assert table.exit_code == 0 and "rear admiral" in table.stdout
 
 
+def test_time_options_on_entity_reads_and_facts_diff(db_args):
+    for value, valid_from, observed in [("Bob Stone", "2019-01-01", "2019-02-01"), ("Carol Reyes", "2021-01-01", "2022-09-01")]:
+        assert cli(*db_args, "remember", "--fact", f"organisation:Initech cto={value}", "--valid-from", valid_from,
+                   "--observed-at", observed).exit_code == 0
+
+    def cto(*opts: str) -> list[str]:
+        got = json.loads(cli(*db_args, "entities", "get", "organisation", "Initech", *opts, "--json").stdout)
+        return [a["value"] for a in got["attributes"]]
+
+    assert cto() == ["Carol Reyes"]
+    assert cto("--valid-at", "2021-06-01") == ["Carol Reyes"]
+    assert cto("--as-of", "2022-06-01", "--valid-at", "2021-06-01") == ["Bob Stone"]  # what we believed last June
+    assert cto("--valid-during", "2020-06-01,2021-06-01") == ["Carol Reyes", "Bob Stone"]
+    hist = json.loads(cli(*db_args, "entities", "history", "organisation", "Initech", "cto", "--as-of", "2022-06-01", "--json").stdout)
+    assert [r["value"] for r in hist["rows"]] == ["Bob Stone"]
+    diff = cli(*db_args, "facts", "diff", "2022-06-01", "2022-10-01", "--entity", "organisation:Initech")
+    assert diff.exit_code == 0 and "changed" in diff.stdout and "0 added, 1 changed, 0 closed" in diff.stdout
+    assert "--valid-during takes FROM,TO" in one_line_error(cli(*db_args, "entities", "get", "organisation", "Initech", "--valid-during", "2021"))
+    assert "asOf must be a datetime" in one_line_error(cli(*db_args, "entities", "get", "organisation", "Initech", "--as-of", "June"))
+    assert "atInstant needs storage that keeps versions" in one_line_error(
+        cli(*db_args, "entities", "get", "organisation", "Initech", "--at-instant", "2024-01-01"))
+
+
 def test_remember_errors_are_one_line_and_change_nothing(db_args):
     before = json.loads(cli(*db_args, "entities", "list", "--json").stdout)["total"]
     assert "expected 'TYPE:NAME KEY=VALUE'" in one_line_error(cli(*db_args, "remember", "--fact", "bogus"))

@@ -76,6 +76,9 @@ def build_app() -> typer.Typer:
     ents.command("get")(command(MEMORY)(memory.get_entity))
     ents.command("history")(command(MEMORY)(memory.history))
     root.add_typer(ents, name="entities")
+    facts = typer.Typer(help="Typed memory over time: what changed between two known times.", no_args_is_help=True)
+    facts.command("diff")(command(MEMORY)(memory.diff))
+    root.add_typer(facts, name="facts")
 
     keys = typer.Typer(help="Credentials (record users): list, revoke. Mint one with `amem-db grant`.", no_args_is_help=True)
     keys.command("list")(command(CONNECTION)(access.list_keys))

@@ -249,6 +249,36 @@ def lens_option() -> Any:
     return typer.Option([], "--lens", help="scope lens clause: comma joins paths (AND), repeat for OR; narrows only")
 
 
+def as_of_option() -> Any:
+    """``--as-of``: known time (what was believed then; MEMORY.md section 3)."""
+    return typer.Option(None, "--as-of", help="what was believed at this time (ISO 8601, e.g. 2024-06-01)")
+
+
+def at_instant_option() -> Any:
+    """``--at-instant``: system time (needs surrealkv+versioned:// storage)."""
+    return typer.Option(None, "--at-instant", help="the database as it was at this instant (needs surrealkv+versioned:// storage)")
+
+
+def valid_at_option() -> Any:
+    """``--valid-at``: valid time (the interval contains it)."""
+    return typer.Option(None, "--valid-at", help="what held in the world at this time (ISO 8601)")
+
+
+def valid_during_option() -> Any:
+    """``--valid-during FROM,TO``: valid time (the interval overlaps)."""
+    return typer.Option(None, "--valid-during", metavar="FROM,TO", help="what held at some point between two times")
+
+
+def parse_during(text: str | None) -> tuple[str, str] | None:
+    """``FROM,TO`` -> a pair (the database checks both are times and FROM < TO)."""
+    if text is None:
+        return None
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise InvalidInput(f"--valid-during takes FROM,TO (two ISO 8601 times), got {text!r}")
+    return parts[0], parts[1]
+
+
 def json_option(help: str = "print the result as JSON (the stored function's shape)") -> Any:
     """The ``--json`` switch of every command that prints a result."""
     return typer.Option(False, "--json", help=help)

@@ -25,6 +25,8 @@ async def ingest(
     scope: list[str] = typer.Option([], "--scope", help="scope path of the documents, e.g. org/acme/support (repeatable)"),
     mime_type: str | None = typer.Option(None, help="skip detection, e.g. text/markdown"),
     batch_size: int = typer.Option(16, help="documents per round trip and embedding batch"),
+    location: str | None = typer.Option(None, "--location", metavar="LAT,LNG",
+                                        help="where the documents apply (a JSONL location field or front matter location: wins)"),
     json_output: bool = json_option("print the report as JSON"),
 ) -> None:
     """Ingest files and folders: parse, chunk, extract keywords, embed, store (one transaction per document).
@@ -57,7 +59,7 @@ async def ingest(
                 bar.update(files, info=f"embedding {rate:.1f} texts/s")
 
         report = await mem.documents.ingest_paths(
-            paths, title=title, source=source, scopes=scope or None, mime_type=mime_type,
+            paths, title=title, source=source, scopes=scope or None, mime_type=mime_type, location=location,
             batch_size=batch_size, progress=progress)
     results = [as_json(r) for r in report.results]
     counts = {s: sum(1 for r in results if r["status"] == s) for s in ("added", "replaced", "unchanged", "failed")}

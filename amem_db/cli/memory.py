@@ -15,7 +15,20 @@ import typer
 from rich.table import Table
 
 from ..errors import InvalidInput, NotFound
-from .app import Session, as_json, json_option, lens_option, out, parse_lens, print_json
+from .app import (
+    Session,
+    as_json,
+    as_of_option,
+    at_instant_option,
+    json_option,
+    lens_option,
+    out,
+    parse_during,
+    parse_lens,
+    print_json,
+    valid_at_option,
+    valid_during_option,
+)
 
 # TYPE:NAME KEY=VALUE (an attribute) or TYPE:NAME KEY->TYPE:NAME (a relation); NAME may hold spaces
 _FACT = re.compile(r"^\s*(?P<type>[^:\s]+):(?P<name>.+?)\s+(?P<key>[^\s=]+?)\s*(?:=(?P<value>.*)|->\s*(?P<ttype>[^:\s]+):(?P<tname>.+))$")
@@ -52,6 +65,7 @@ async def remember(
     session_id: str | None = typer.Option(None, "--session", help="conversation/session id"),
     role: str | None = typer.Option(None, help="user | assistant | system | tool"),
     idempotency_key: str | None = typer.Option(None, "--idempotency-key", help="a repeat within 24 h returns the first answer"),
+    location: str | None = typer.Option(None, "--location", metavar="LAT,LNG", help="where the facts and passages apply (recall --near / --within / --nearest)"),
     json_output: bool = json_option(),
 ) -> None:
     """Remember facts and text in one transaction (all or nothing).
@@ -62,7 +76,7 @@ async def remember(
         raise InvalidInput("nothing to remember: give text, --fact, or both")
     request = _optional(triples=[parse_fact(f) for f in fact], text=text, scopes=list(scope), category=category,
                         confidence=confidence, observed_at=observed_at, valid_from=valid_from, valid_until=valid_until,
-                        session_id=session_id, role=role, idempotency_key=idempotency_key)
+                        session_id=session_id, role=role, idempotency_key=idempotency_key, location=location)
     mem = await session.memory()
     result = as_json(await mem.facts.write(request))
     if json_output:
@@ -81,11 +95,14 @@ async def list_entities(
     limit: int = typer.Option(50, help="page size (max 500)"),
     offset: int = typer.Option(0),
     lens: list[str] = lens_option(),
+    as_of: str | None = as_of_option(),
+    at_instant: str | None = at_instant_option(),
     json_output: bool = json_option(),
 ) -> None:
-    """Entities you can see, by type. Example: amem-db entities list --type person"""
+    """Entities you can see, by type (named by --as-of). Example: amem-db entities list --type person"""
     mem = await session.memory()
-    page = as_json(await mem.entities.list(type=type, lens=parse_lens(lens), limit=limit, offset=offset))
+    page = as_json(await mem.entities.list(type=type, lens=parse_lens(lens), limit=limit, offset=offset,
+                                           as_of=as_of, at_instant=at_instant))
     if json_output:
         return print_json(page)
     table = Table("type", "name", "id")
@@ -104,11 +121,20 @@ async def get_entity(
     type: str = typer.Argument(..., help="entity type, e.g. person"),
     name: str = typer.Argument(..., help="entity name or alias, any case"),
     lens: list[str] = lens_option(),
+    as_of: str | None = as_of_option(),
+    at_instant: str | None = at_instant_option(),
+    valid_at: str | None = valid_at_option(),
+    valid_during: str | None = valid_during_option(),
     json_output: bool = json_option(),
 ) -> None:
-    """One entity with its current attributes and relations. Example: amem-db entities get person Alice"""
+    """One entity with its attributes and relations: current, or at a time.
+
+    Example: amem-db entities get organisation Acme --as-of 2024-06-01 --valid-at 2021-06-01
+    (what we believed last June about who held each role in 2021)
+    """
     mem = await session.memory()
-    detail = await mem.entities.get(type, name, lens=parse_lens(lens))
+    detail = await mem.entities.get(type, name, lens=parse_lens(lens), as_of=as_of, at_instant=at_instant,
+                                    valid_at=valid_at, valid_during=parse_during(valid_during))
     if detail is None:
         raise NotFound(f"no {type} named {name!r} (in what you can see)")
     data = as_json(detail)
@@ -129,11 +155,16 @@ async def history(
     name: str = typer.Argument(..., help="entity name or alias"),
     fact_key: str = typer.Argument(..., metavar="KEY", help="attribute or relation key, e.g. role"),
     lens: list[str] = lens_option(),
+    as_of: str | None = as_of_option(),
+    at_instant: str | None = at_instant_option(),
     json_output: bool = json_option(),
 ) -> None:
-    """Every value one key has had, newest first, with both clocks. Example: amem-db entities history person Alice role"""
+    """Every value one key has had, newest first, with both clocks (--as-of: the history as it stood then).
+
+    Example: amem-db entities history person Alice role
+    """
     mem = await session.memory()
-    data = as_json(await mem.entities.history(type, name, fact_key, lens=parse_lens(lens)))
+    data = as_json(await mem.entities.history(type, name, fact_key, lens=parse_lens(lens), as_of=as_of, at_instant=at_instant))
     if json_output:
         return print_json(data)
     table = Table("value", "current", "valid (world)", "recorded", "superseded")
@@ -142,6 +173,40 @@ async def history(
         table.add_row(value, "yes" if row["current"] else "", _validity(row), str(row.get("recorded_at") or ""),
                       str(row.get("superseded_at") or ""))
     out.print(table)
+
+
+def _values(rows: list[dict[str, Any]]) -> str:
+    return ", ".join(str(r["value"] if r.get("target") is None else f"-> {r['target']}") for r in rows)
+
+
+async def diff(
+    session: Session,
+    t1: str = typer.Argument(..., help="the earlier known time (ISO 8601)"),
+    t2: str = typer.Argument(..., help="the later known time"),
+    entity: str | None = typer.Option(None, "--entity", metavar="TYPE:NAME", help="only this entity"),
+    fact_key: str | None = typer.Option(None, "--fact-key", help="only this key"),
+    lens: list[str] = lens_option(),
+    json_output: bool = json_option(),
+) -> None:
+    """Facts added, changed and closed between two known times (the current read at each, compared).
+
+    Example: amem-db facts diff 2024-01-01 2024-07-01 --entity organisation:Acme
+    """
+    mem = await session.memory()
+    ent = parse_entity(entity) if entity else None
+    data = as_json(await mem.facts.diff(t1, t2, lens=parse_lens(lens), key=fact_key,
+                                        entity=(ent["type"], ent["name"]) if ent else None))
+    if json_output:
+        return print_json(data)
+    table = Table("change", "entity", "key", "before", "after")
+    for row in data["added"]:
+        table.add_row("added", row["entity"], row["key"], "", _values([row]))
+    for c in data["changed"]:
+        table.add_row("changed", c["entity"], c["key"], _values(c["before"]), _values(c["after"]))
+    for row in data["closed"]:
+        table.add_row("closed", row["entity"], row["key"], _values([row]), "")
+    out.print(table)
+    out.print(f"{len(data['added'])} added, {len(data['changed'])} changed, {len(data['closed'])} closed")
 
 
 # --- forget and inspect ------------------------------------------------------------------

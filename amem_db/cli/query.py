@@ -26,6 +26,43 @@ def snippet(text: str, query: str, width: int = 220) -> str:
     return piece
 
 
+def _numbers(option: str, value: str, shape: str) -> list[float]:
+    try:
+        parts = [float(x) for x in value.split(",")]
+    except ValueError:
+        parts = []
+    if len(parts) != 3:
+        raise typer.BadParameter(f"{option} takes {shape}, e.g. {option} 51.5,-0.12,10; got {value!r}")
+    return parts
+
+
+def parse_location(near: str | None, within: str | None, nearest: str | None) -> dict[str, Any] | None:
+    """--near LAT,LNG,KM / --within WKT / --nearest LAT,LNG,K as the location option
+    (the values are checked by the database: typed errors naming the field)."""
+    loc: dict[str, Any] = {}
+    if near is not None:
+        lat, lng, radius = _numbers("--near", near, "LAT,LNG,KM")
+        loc["near"] = {"lat": lat, "lng": lng, "radiusKm": radius}
+    if within is not None:
+        loc["within"] = within
+    if nearest is not None:
+        lat, lng, k = _numbers("--nearest", nearest, "LAT,LNG,K")
+        loc["nearest"] = {"lat": lat, "lng": lng, "k": int(k) if k.is_integer() else k}
+    return loc or None
+
+
+def near_option() -> Any:
+    return typer.Option(None, "--near", metavar="LAT,LNG,KM", help="only rows within KM kilometres of the point")
+
+
+def within_option() -> Any:
+    return typer.Option(None, "--within", metavar="WKT", help='only rows inside the polygon, e.g. "POLYGON((lng lat, ...))"')
+
+
+def nearest_option() -> Any:
+    return typer.Option(None, "--nearest", metavar="LAT,LNG,K", help="rank the K rows nearest the point as one more RRF leg")
+
+
 async def query(
     session: Session,
     text: str = typer.Argument(..., help="what to look for"),
@@ -42,6 +79,9 @@ async def query(
     graph_alpha: float | None = typer.Option(None, "--graph-alpha", help="hybrid_graph: weight of the graph score (default 0.3)"),
     graph_depth: int | None = typer.Option(None, "--graph-depth", help="hybrid_graph: hops (default 1)"),
     expand_graph: bool = typer.Option(False, "--expand-graph", help="hybrid_graph: include matched keywords/entities"),
+    near: str | None = near_option(),
+    within: str | None = within_option(),
+    nearest: str | None = nearest_option(),
     json_output: bool = json_option("the full response (results, contextHits, trace) as JSON"),
 ) -> None:
     """Search passages: hybrid (BM25 + vector, RRF) by default, one database round trip.
@@ -58,7 +98,7 @@ async def query(
         text, mode=mode, k=k, threshold=threshold, vector_weight=vector_weight, rrf_k=rrf_k,
         filter=flt or None, lens=parse_lens(lens), expand_context=False if no_context else None,
         graph_edges=graph_edges.split(",") if graph_edges else None, graph_alpha=graph_alpha,
-        graph_depth=graph_depth, expand_graph=expand_graph or None))
+        graph_depth=graph_depth, expand_graph=expand_graph or None, location=parse_location(near, within, nearest)))
     if json_output:
         return print_json(response)
     table = Table("#", "score", "document", "section", "passage", show_lines=True)
@@ -106,6 +146,9 @@ async def recall(
     lens: list[str] = lens_option(),
     graph_depth: int | None = typer.Option(None, "--graph-depth", help="relation hops from the entities the query names: 1 or 2 (default 2)"),
     no_context: bool = typer.Option(False, "--no-context", help="no same-section contextHits for document passages"),
+    near: str | None = near_option(),
+    within: str | None = within_option(),
+    nearest: str | None = nearest_option(),
     now: str | None = typer.Option(None, "--now", help="the instant relative time words count from, ISO 8601 (default: the clock)"),
     no_query_window: bool = typer.Option(False, "--no-query-window", help="ignore time words in the query (no query window)"),
     strict_window: bool = typer.Option(False, "--strict-window", help="keep only rows in the query window (default: boost them)"),
@@ -122,6 +165,7 @@ async def recall(
     response = as_json(await mem.recall(
         text, mode=mode, k=k, include=include or None, labels=label or None,
         lens=parse_lens(lens), graph_depth=graph_depth, expand_context=False if no_context else None,
+        location=parse_location(near, within, nearest),
         query_window=False if no_query_window else None, strict_window=True if strict_window else None,
         window_weight=window_weight, now=now))
     if json_output:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import AmemError
 
@@ -103,6 +104,9 @@ class ParsedDocument:
     sections: list[Section] = field(default_factory=list)
     segments: list[Segment] = field(default_factory=list)
     links: list[Link] = field(default_factory=list)
+    #: where the document applies, as the file gave it (a JSONL ``location`` field, a
+    #: Markdown front matter ``location:``); parsed and checked by fn::amem::geo::stored
+    location: str | dict[str, Any] | None = None
 
 
 

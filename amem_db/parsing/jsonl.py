@@ -68,7 +68,8 @@ def _parse_jsonl(data: bytes, label: str | None) -> list[ParsedDocument]:
         title = collapse(title) or None if isinstance(title, str) else None
         docs.append(
             ParsedDocument(
-                text=normalize_newlines(body), mime_type=MIME_JSONL, title=title, source_id=source_id
+                text=normalize_newlines(body), mime_type=MIME_JSONL, title=title, source_id=source_id,
+                location=obj.get("location"),
             )
         )
     return docs

@@ -50,6 +50,16 @@ def _md_front_matter(text: str) -> tuple[int, str | None]:
     return 0, None
 
 
+def _md_front_matter_location(text: str, fm_lines: int) -> str | None:
+    """The front matter's ``location:`` value as written ("51.5, -0.12"; brackets and
+    quotes dropped), checked later by fn::amem::geo::stored."""
+    for line in text.split("\n")[1:max(fm_lines - 1, 1)]:
+        key, sep, value = line.partition(":")
+        if sep and key.strip().lower() == "location":
+            return value.strip().strip("\"'[]()").strip() or None
+    return None
+
+
 def _parse_markdown(data: bytes, label: str | None) -> list[ParsedDocument]:
     text = decode(data, label)
     fm_lines, fm_title = _md_front_matter(text)
@@ -95,6 +105,7 @@ def _parse_markdown(data: bytes, label: str | None) -> list[ParsedDocument]:
             text=text,
             mime_type=MIME_MARKDOWN,
             title=title,
+            location=_md_front_matter_location(text, fm_lines) if fm_lines else None,
             sections=tile_sections(headings, len(text)),
             links=links,
         )
