@@ -195,6 +195,10 @@ class Memory:
         valid_from: When = None,
         valid_until: When = None,
         location: Mapping[str, Any] | None = None,
+        query_window: bool | None = None,
+        strict_window: bool | None = None,
+        window_weight: float | None = None,
+        now: datetime | str | None = None,
     ) -> RecallResponse:
         """Facts and passages ranked together for ``query`` (MEMORY.md section 2):
         embeds it (unless mode is bm25 or graph), then ONE round trip to
@@ -203,7 +207,12 @@ class Memory:
         The time options (those of ``entities.get``) recall what was believed, stored
         or valid then; document passages have no history yet and are read as they
         are now (``at_instant``: today's indexes find the candidates, each judged by
-        its row as stored then)."""
+        its row as stored then).
+
+        Time words in the query ("in May 2023", "last week") become ``query_window``
+        (echoed as ``response.query_window``), relative to ``now`` (default ``as_of``, else the clock),
+        a boost of ``window_weight`` for rows observed in it; ``strict_window`` keeps
+        only those, ``query_window=False`` turns it off."""
         if not isinstance(query, str):
             raise TypeError(f"a query is a str, not {type(query).__name__}")
         clock = time_options(as_of=as_of, at_instant=at_instant, valid_at=valid_at, valid_during=valid_during,
@@ -214,6 +223,7 @@ class Memory:
             "graphWeight": graph_weight, "rrfK": rrf_k, "graphDepth": graph_depth, "expandContext": expand_context,
             **clock,
             "location": location,
+            "queryWindow": query_window, "strictWindow": strict_window, "windowWeight": window_weight, "now": now,
         })
         embedding = None if mode in ("bm25", "graph") else await self.embed_query(query)
         if embedding is not None:

@@ -443,10 +443,20 @@ class SeedEntity(_Camel):
     named: list[str] = []
 
 
+class QueryWindow(_Camel):
+    """The time window recall read from the query's words (surql/460): ``from_``
+    inclusive, ``to`` exclusive, UTC; None on a side = open ("since 2021")."""
+
+    from_: datetime | None = Field(default=None, alias="from")
+    to: datetime | None = None
+    phrase: str
+
+
 class RecallResponse(_Camel):
     """``fn::amem::recall``: one ranked ``hits`` list over facts and passages,
     ``context_hits`` (section siblings of document hits, outside k),
-    ``seed_entities``, ``classification_kind``, ``tier`` / ``tier_reason``,
+    ``seed_entities``, ``classification_kind``, ``query_window`` (None when the
+    query has no time words or it is off), ``tier`` / ``tier_reason``,
     ``query_ms``, ``warnings`` and the ``trace`` (per hit, per signal)."""
 
     hits: list[RecallHit]
@@ -454,6 +464,7 @@ class RecallResponse(_Camel):
     seed_entities: list[SeedEntity] = []
     classification_kind: Literal["direct_lookup", "hybrid", "full_context"] = "hybrid"
     clock: dict[str, Any] = {}
+    query_window: QueryWindow | None = None
     tier: str = "hybrid"
     tier_reason: str | None = None
     query_ms: float = 0.0

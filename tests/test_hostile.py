@@ -130,6 +130,12 @@ FUNCTIONS = {  # name -> strategy of the argument tuple
     "fn::amem::facts::diff": st.tuples(instant, instant, st.one_of(st.none(), hostile, time_opts)),
     "fn::amem::clock::options": st.tuples(st.one_of(time_opts, hostile), st.one_of(st.booleans(), hostile)),
     "fn::amem::clock::versioned": st.tuples(),
+    "fn::amem::geo::stored": st.tuples(st.one_of(hostile, st.fixed_dictionaries({"lat": hostile, "lng": hostile}),
+                                                 st.sampled_from(["59.9,10.7", "91,0", "0,181", "POINT(1 2)", "nan,nan"])), st.just("location")),
+    "fn::amem::geo::option": st.tuples(st.one_of(hostile, st.fixed_dictionaries({}, optional={
+        "near": st.one_of(hostile, st.fixed_dictionaries({"lat": hostile, "lng": hostile, "radiusKm": hostile})),
+        "within": st.one_of(hostile, st.sampled_from(["POLYGON((0 0, 1 0, 1 1, 0 0))", "POLYGON((0 0, 1 1, 1 0, 0 1, 0 0))", "POLYGON((0 0, 1 0))"])),
+        "nearest": st.one_of(hostile, st.fixed_dictionaries({"lat": hostile, "lng": hostile, "k": hostile}))}))),
     "fn::amem::entities::list": st.tuples(page_opts),
     "fn::amem::recall": st.tuples(st.one_of(st.text(max_size=200), hostile), vector, recall_opts),
     "fn::amem::inspect": st.tuples(st.one_of(hostile, entity_ref), st.one_of(st.none(), hostile)),

@@ -74,6 +74,10 @@ async def eval_command(
                               "prepend: title + blank line + text is what gets chunked, embedded and indexed"),
     vector_weight: float | None = typer.Option(None, help="conversations only: recall's vectorWeight (default 0.5), "
                                                "the vector leg's share of RRF in hybrid"),
+    query_window: bool = typer.Option(True, "--query-window/--no-query-window",
+                                      help="conversations only: recall reads time words in the questions (default on)"),
+    strict_window: bool = typer.Option(False, "--strict-window", help="conversations only: keep only turns in the query window"),
+    window_weight: float | None = typer.Option(None, help="conversations only: recall's windowWeight (the query-window boost)"),
     speaker: str = typer.Option("prefix", help="conversations only: prefix writes each turn as 'Speaker: text' "
                                 "(questions name the person; the turn rarely does); none writes the bare text"),
     db_dir: Path = typer.Option(Path("results/.db"), help="where the cached per-dataset databases live"),
@@ -138,6 +142,7 @@ async def eval_command(
             if isinstance(ds, Conversations):
                 reports.append(await evaluate_conversations(
                     ds, embedder, modes=mode_list, k=k, speaker=speaker, vector_weight=vector_weight,
+                    window={"query_window": query_window, "strict_window": strict_window, "window_weight": window_weight},
                     url=session.options.url, db_dir=db_dir,
                     fresh=fresh, progress=progress))
             else:

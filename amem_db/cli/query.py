@@ -166,19 +166,27 @@ async def recall(
     at_instant: str | None = at_instant_option(),
     valid_at: str | None = valid_at_option(),
     valid_during: str | None = valid_during_option(),
-    json_output: bool = json_option("the full response (hits, contextHits, seedEntities, trace) as JSON"),
+    now: str | None = typer.Option(None, "--now", help="the instant relative time words count from, ISO 8601 (default: --as-of, else the clock)"),
+    no_query_window: bool = typer.Option(False, "--no-query-window", help="ignore time words in the query (no query window)"),
+    strict_window: bool = typer.Option(False, "--strict-window", help="keep only rows in the query window (default: boost them)"),
+    window_weight: float | None = typer.Option(None, "--window-weight", help="boost of rows in the query window, 0..10"),
+    json_output: bool = json_option("the full response (hits, contextHits, seedEntities, queryWindow, trace) as JSON"),
 ) -> None:
     """Recall facts and passages together, ranked in one database round trip.
 
-    Example: amem-db recall "what is Alice's role?" --k 5
-    (--as-of: what was believed then; --valid-at / --valid-during: what held then)
+    Time words in the query ("in May 2023", "last week") boost what was observed then;
+    --as-of recalls what was believed then, --valid-at / --valid-during what held then.
+
+    Example: amem-db recall "what did Alice decide in May 2023?" --now 2024-01-15T00:00:00Z --k 5
     """
     mem = await session.memory()
     response = as_json(await mem.recall(
         text, mode=mode, k=k, include=include or None, labels=label or None,
         lens=parse_lens(lens), graph_depth=graph_depth, expand_context=False if no_context else None,
         location=parse_location(near, within, nearest), as_of=as_of, at_instant=at_instant, valid_at=valid_at,
-        valid_during=parse_during(valid_during)))
+        valid_during=parse_during(valid_during),
+        query_window=False if no_query_window else None, strict_window=True if strict_window else None,
+        window_weight=window_weight, now=now))
     if json_output:
         return print_json(response)
     table = Table("#", "source", "score", "text", "valid", "citation", show_lines=True)
@@ -188,4 +196,6 @@ async def recall(
     out.print(table)
     seeds = ", ".join(s["name"] for s in response.get("seedEntities") or [])
     named = f"; names {seeds}" if seeds else ""
-    out.print(f"{len(response['hits'])} hits in {response['queryMs']:.0f} ms ({mode}, {response['classificationKind']}{named})")
+    window = response.get("queryWindow")
+    span = f"; window '{window['phrase']}' {_when(window.get('from')) or '…'} .. {_when(window.get('to')) or 'open'}" if window else ""
+    out.print(f"{len(response['hits'])} hits in {response['queryMs']:.0f} ms ({mode}, {response['classificationKind']}{named}{span})")

@@ -20,7 +20,12 @@ A conversation collection is a BEIR-like folder whose corpus lines carry
    embedder and the data-shaping SurrealQL.
 2. **Recall.** Each judged question, per mode, through the unified recall with
    the question's conversation as the lens (``recall_turn_ids``); memory
-   passage hits map back to their turn through ``citation.source.ref``.
+   passage hits map back to their turn through ``citation.source.ref``. The
+   recall's ``now`` is the conversation's last session date (``last_session``):
+   the questions are asked after the conversation, and the wall clock (years
+   later) would make "last year" in a question name a year no turn is in. The
+   query-window options (``window``: queryWindow, strictWindow, windowWeight)
+   pass through; the phrase recall read is kept per question.
 3. **Score with ranx** (``metrics.evaluate``): Recall@5/10/25/50 and nDCG@10,
    overall (categories 1-4, the qrels file), overall with the adversarial
    category, and per category. Category 5 has no qrels rows; its evidence
@@ -105,6 +110,11 @@ class Conversations:
     @property
     def conversations(self) -> list[str]:
         return sorted({q.conversation for q in self.questions.values()}, key=_natural_key)
+
+    def last_session(self, conversation: str) -> str:
+        """The observed time of the conversation's last session (ISO 8601, UTC; the
+        corpus writes every date as YYYY-MM-DDTHH:MM:SSZ, so string order is time order)."""
+        return max(t.observed_at for t in self.turns if t.conversation == conversation)
 
     def by_category(self) -> dict[int, list[str]]:
         """Question ids per category (1-5), each in id order."""
@@ -301,33 +311,59 @@ def turn_ranking(hits: Any) -> list[str]:
     return list(dict.fromkeys(t for t in map(turn_id_of, hits) if t is not None))
 
 
+WINDOW_OPTIONS = ("query_window", "strict_window", "window_weight")
+
+
+@dataclass
+class RecallRun(ModeRun):
+    windows: dict[str, str] = field(default_factory=dict)  # question -> the time phrase recall read from it
+
+
+async def recall_question(mem: Any, question: str, mode: str, k: int, lens: list[list[str]], *,
+                          vector_weight: float | None = None, window: dict[str, Any] | None = None,
+                          now: str | None = None) -> tuple[list[str], str | None]:
+    """The turns ``mem.recall`` (fn::amem::recall) returns for one question
+    (memory passages only, within the lens) and the query-window phrase it read
+    (None: no time words, or windows off). ``window`` holds recall's window
+    options (WINDOW_OPTIONS), ``now`` the instant relative time words count from."""
+    opts = {key: v for key, v in (window or {}).items() if key in WINDOW_OPTIONS and v is not None}
+    resp = await mem.recall(question, mode=mode, k=k, include=["passages"], lens=lens, vector_weight=vector_weight,
+                            now=now, **opts)
+    return turn_ranking(resp.hits), (resp.query_window.phrase if resp.query_window else None)
+
+
 async def recall_turn_ids(mem: Any, question: str, embedding: list[float] | None, mode: str, k: int,
-                          lens: list[list[str]], *, vector_weight: float | None = None) -> list[str]:
-    """The turns ``mem.recall`` (fn::amem::recall) returns for one question:
-    memory passages only, within the lens. ``embedding`` is unused: mem.recall
+                          lens: list[list[str]], *, vector_weight: float | None = None,
+                          window: dict[str, Any] | None = None, now: str | None = None) -> list[str]:
+    """The turn ids of ``recall_question``. ``embedding`` is unused: mem.recall
     embeds the question itself (through the embedding cache, so only the first
     mode pays the model)."""
     del embedding
-    resp = await mem.recall(question, mode=mode, k=k, include=["passages"], lens=lens, vector_weight=vector_weight)
-    return turn_ranking(resp.hits)
+    return (await recall_question(mem, question, mode, k, lens, vector_weight=vector_weight, window=window, now=now))[0]
 
 
 async def run_recall_mode(mem: Any, cs: Conversations, mode: str, *, k: int = MAX_RECALL_K,
-                          vector_weight: float | None = None, progress: Progress | None = None) -> ModeRun:
-    """Every judged question in one mode; a mode recall does not implement is reported, not raised."""
+                          vector_weight: float | None = None, window: dict[str, Any] | None = None,
+                          progress: Progress | None = None) -> RecallRun:
+    """Every judged question in one mode, ``now`` = its conversation's last session;
+    a mode recall does not implement is reported, not raised."""
     from amem_db.errors import NotImplementedMode
 
-    run = ModeRun(mode)
+    run = RecallRun(mode)
+    nows = {c: cs.last_session(c) for c in cs.conversations}
     started = time.perf_counter()
     for i, (qid, q) in enumerate(cs.questions.items()):
         t0 = time.perf_counter()
         try:
-            ranking = await recall_turn_ids(mem, q.text, None, mode, k, lens_of(q.conversation), vector_weight=vector_weight)
+            ranking, phrase = await recall_question(mem, q.text, mode, k, lens_of(q.conversation), vector_weight=vector_weight,
+                                                    window=window, now=nows[q.conversation])
         except NotImplementedMode as exc:
             run.available, run.error = False, str(exc)
             break
         run.latency_ms.append((time.perf_counter() - t0) * 1000)
         run.rankings[qid] = ranking
+        if phrase is not None:
+            run.windows[qid] = phrase
         run.empty += not ranking
         if progress:
             progress("query", {"mode": mode, "done": i + 1, "total": len(cs.questions)})
@@ -381,11 +417,15 @@ def recall_summary(cs: Conversations, run: ModeRun, metrics: list[str]) -> dict[
                        "mean": statistics.fmean(lat) if lat else float("nan")},
         "seconds": round(run.seconds, 2),
         "top10": {q: r[:10] for q, r in run.rankings.items()},  # per question, to see where modes differ
+        # the questions recall read a time window from, per category, and the phrases
+        "query_windows": {CATEGORY_NAMES.get(c, str(c)): sum(q in getattr(run, "windows", {}) for q in ids) for c, ids in sorted(groups.items())},
+        "window_phrases": dict(getattr(run, "windows", {})),
     }
 
 
 async def evaluate_conversations(cs: Conversations, embedder: Any, *, modes: list[str], k: int = MAX_RECALL_K,
-                                 speaker: str = "prefix", vector_weight: float | None = None, url: str | None = None,
+                                 speaker: str = "prefix", vector_weight: float | None = None,
+                                 window: dict[str, Any] | None = None, url: str | None = None,
                                  db_dir: Path = DEFAULT_DB_DIR, fresh: bool = False,
                                  progress: Progress | None = None) -> dict[str, Any]:
     """Write (or reuse) the turns, recall every judged question in every mode, return the report dict."""
@@ -403,7 +443,8 @@ async def evaluate_conversations(cs: Conversations, embedder: Any, *, modes: lis
         for mode in modes:
             if progress:
                 progress("mode", {"mode": mode, "total": len(cs.questions)})
-            run = await run_recall_mode(prepared.mem, cs, mode, k=k, vector_weight=vector_weight, progress=progress)
+            run = await run_recall_mode(prepared.mem, cs, mode, k=k, vector_weight=vector_weight, window=window,
+                                        progress=progress)
             summaries[mode] = recall_summary(cs, run, metrics)
         embedder_name = prepared.mem.embedder.name
         reference = recall_summary(cs, exact_knn_rankings(cs, prepared.mem.embedder, speaker=speaker, k=k), metrics)
@@ -414,7 +455,8 @@ async def evaluate_conversations(cs: Conversations, embedder: Any, *, modes: lis
         "kind": KIND, "dataset": cs.name, "split": cs.split, "path": str(cs.path),
         "conversations": cs.conversations, "corpus_documents": len(cs.turns), "turns": len(cs.turns),
         "queries": len(cs.questions), "metrics": metrics, "k": k, "speaker": speaker, "embedder": embedder_name,
-        "vector_weight": vector_weight,
+        "vector_weight": vector_weight, "window": window or {},
+        "now": {c: cs.last_session(c) for c in cs.conversations},
         "categories": {CATEGORY_NAMES.get(c, str(c)): len(ids) for c, ids in sorted(groups.items())},
         "adversarial_file": cs.adversarial_file, "adversarial_without_evidence": cs.adversarial_without_evidence,
         "database": {"url": prepared.url, "key": prepared.key, "cached": prepared.cached,
@@ -446,6 +488,7 @@ def render_markdown(report: dict[str, Any]) -> str:
              + ", ".join(f"{n} {c}" for c, n in report["categories"].items())
              + f"; recall k = {report['k']}, include passages, lens = the question's conversation, vectorWeight = "
              + (f"{report['vector_weight']}" if report.get("vector_weight") is not None else "default (recall's own: 0.4)"),
+             "- query windows: " + _window_line(report, live),
              f"- embedder: {report['embedder']}; engine {report['engine']['version']}",
              f"- database: {db['url']} ({'cached' if db['cached'] else 'written now'}"
              + (f", {db['size_bytes'] / 1e6:.1f} MB on disk" if db.get("size_bytes") else "") + ")",
@@ -485,6 +528,17 @@ def render_markdown(report: dict[str, Any]) -> str:
               "(this run: one split). Recall@k here is the paper's definition (evidence turns in the top k / evidence "
               "turns, averaged over questions); docs/EVALUATION.md says what is and is not comparable."]
     return "\n".join(lines) + "\n"
+
+
+def _window_line(report: dict[str, Any], live: list[str]) -> str:
+    """The window options of the run, recall's now, and how many questions had a window (first mode)."""
+    w = report.get("window") or {}
+    opts = ", ".join(f"{k} {v}" for k, v in w.items() if v is not None) or "recall's defaults"
+    counts = report["modes"][live[0]].get("query_windows", {}) if live else {}
+    read = ", ".join(f"{n} {c}" for c, n in counts.items() if n)
+    return (f"{opts}; now = each conversation's last session ("
+            + ", ".join(f"{c} {t[:10]}" for c, t in (report.get("now") or {}).items()) + ")"
+            + (f"; questions with a window: {read}" if read else "; no question had a window"))
 
 
 def _paper_k(metric: str) -> int | None:
