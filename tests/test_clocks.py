@@ -392,3 +392,22 @@ async def test_recall_at_a_known_time_and_a_valid_time(mem):
         f"{org['name']} hired Bob Stone as CTO."]
     with pytest.raises(NotVersioned):  # mem://: no versions at all (on versioned storage: below)
         await call(mem.conn, "fn::amem::recall", query, None, {"mode": "bm25", "atInstant": "2024-01-01"})
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("2024-02-29", datetime(2024, 2, 29, tzinfo=UTC)),
+    ("2024-01-01T10:00", datetime(2024, 1, 1, 10, tzinfo=UTC)),          # no seconds, no zone: UTC
+    ("2024-01-01 10:00:00", datetime(2024, 1, 1, 10, tzinfo=UTC)),
+    ("2024-06-01T10:00-04:00", datetime(2024, 6, 1, 14, tzinfo=UTC)),
+    ("2024-01-01T10:00:00.5Z", datetime(2024, 1, 1, 10, 0, 0, 500000, tzinfo=UTC)),
+    ("2023-02-29", None), ("2023-02-31", None), ("2024-13-01", None), ("2024-00-10", None),
+    ("2024-01-01T25:00:00Z", None), ("2024-01-01T10:61", None), ("2024-01-01T10:00+25:00", None),
+])
+async def test_time_strings_parse_or_fail_typed(mem, text, expected):
+    """Every string the ISO pattern admits either parses or is a typed error: the engine's own cast
+    refuses 31 February (untyped) and a time without seconds or zone (we fill them in)."""
+    if expected is None:
+        with pytest.raises(InvalidInput, match="not a calendar date and time"):
+            await call(mem.conn, "fn::amem::facts::time", text, "asOf")
+    else:
+        assert await call(mem.conn, "fn::amem::facts::time", text, "asOf") == expected
