@@ -411,3 +411,26 @@ async def test_time_strings_parse_or_fail_typed(mem, text, expected):
             await call(mem.conn, "fn::amem::facts::time", text, "asOf")
     else:
         assert await call(mem.conn, "fn::amem::facts::time", text, "asOf") == expected
+
+
+async def test_space_and_query_windows_on_versioned_storage_with_the_clocks(vmem):
+    """The other read options of issue 12 on surrealkv+versioned:// beside the clocks: a near filter,
+    a query window, asOf and atInstant in one recall each."""
+    north = {"type": "location", "name": f"Kelp Farm North {next(_n)}"}
+    south = {"type": "location", "name": f"Kelp Farm South {next(_n)}"}
+    await vmem.facts.write({"triples": [{"entity": north, "key": "harvest", "value": "spring kelp"}],
+                            "observed_at": "2023-05-08T00:00:00Z", "location": {"lat": 64.0, "lng": -21.0}})
+    (between,) = await vmem.conn.query("RETURN time::now()")
+    await vmem.facts.write({"triples": [{"entity": south, "key": "harvest", "value": "autumn kelp"}],
+                            "observed_at": "2023-09-20T00:00:00Z", "location": {"lat": -41.0, "lng": 174.0}})
+
+    def harvests(r):
+        return sorted(h.citation["value"] for h in r.hits if h.source == "attribute" and "Kelp Farm" in h.text)
+
+    near_north = {"near": {"lat": 64.0, "lng": -21.0, "radiusKm": 100}}
+    assert harvests(await vmem.recall("kelp harvest", mode="bm25", location=near_north)) == ["spring kelp"]
+    windowed = await vmem.recall("kelp harvest in September 2023", mode="bm25", strict_window=True)
+    assert windowed.query_window is not None and harvests(windowed) == ["autumn kelp"]
+    assert harvests(await vmem.recall("kelp harvest", mode="bm25", as_of="2023-06-01")) == ["spring kelp"]
+    assert harvests(await vmem.recall("kelp harvest", mode="bm25", at_instant=between)) == ["spring kelp"]
+    assert harvests(await vmem.recall("kelp harvest", mode="bm25")) == ["autumn kelp", "spring kelp"]
