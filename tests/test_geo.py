@@ -360,6 +360,10 @@ async def test_recall_location_filter_and_nearest(mem):
     assert "autumn" in r2.hits[0].text or "South" in r2.hits[0].text, [h.text for h in r2.hits]
     traced = r2.trace["hits"][0]["nearest"]
     assert traced is not None and traced["meters"] < 1000
+    r3 = await mem.recall("kelp farm harvests", mode="bm25", location={"nearest": {"lat": -41.0, "lng": 174.0, "k": 5}})
+    assert r3.warnings == ["location.nearest ranks only in mode hybrid: ignored in mode bm25"]
+    q = await mem.documents.query("kelp farm harvests", mode="bm25", location={"nearest": {"lat": -41.0, "lng": 174.0, "k": 5}})
+    assert "location.nearest ranks only in mode hybrid: ignored in mode bm25" in q.warnings
 
 
 async def test_raw_surrealql_location(mem, db):
