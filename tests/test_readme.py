@@ -136,17 +136,19 @@ def test_time_and_space_cli_examples_run_as_printed(tmp_path):
     """The README's Time and Space examples, in order, against one embedded database, with what their comments claim."""
     env = os.environ | {"AMEM_URL": f"surrealkv://{tmp_path / 'db'}", "COLUMNS": "200"}
     cmds = subsection_sh("Time: what held when, and what we believed when") + subsection_sh("Space: where a fact applies")
-    assert len(cmds) == 10 and all(c[0] == "amem-db" for c in cmds)
+    assert len(cmds) == 11 and all(c[0] == "amem-db" for c in cmds)
     outputs = []
     for args in [["amem-db", "migrate"], *cmds]:
         done = subprocess.run([sys.executable, "-m", "amem_db", *args[1:]], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0 or done.returncode in (-6, 134) and not done.stderr.strip(), (args, done.stderr[-2000:])
         outputs.append(done.stdout)
-    now_2021, then_2021, diff, recall_then, _oslo_fact, _bergen_fact, oslo, bergen = outputs[3:]
+    now_2021, then_2021, diff, recall_then, windowed, _oslo_fact, _bergen_fact, oslo, bergen = outputs[3:]
     assert "Carol Reyes" in now_2021 and "Bob Stone" not in now_2021
     assert "Bob Stone" in then_2021 and "Carol Reyes" not in then_2021
     assert "0 added, 1 changed, 0 closed" in diff and "Bob Stone" in diff and "Carol Reyes" in diff
     assert "Bob Stone" in recall_then and "Carol Reyes" not in recall_then
+    first = next(ln for ln in windowed.splitlines() if ln.startswith("│ 1 "))
+    assert "Carol Reyes" in first and "window 'in september 2022' 2022-09-01 .. 2022-10-01" in windowed, windowed
     assert "Karl Johans" in oslo and "Bryggen" not in oslo
     first = next(ln for ln in bergen.splitlines() if ln.startswith("│ 1 "))
     assert "Bergen" in first, bergen
