@@ -31,6 +31,7 @@ demo: install
 	$(BIN)/amem-db entities get person "alice smith"
 	$(BIN)/amem-db entities history person "Alice Smith" role
 	$(BIN)/amem-db recall "What is Alice Smith's role?" --k 5
+	$(BIN)/amem-db recall "What was Alice Smith's role?" --as-of 2024-06-01 --include facts --k 3
 	$(BIN)/amem-db recall "Who owns the Returns Policy, and how long is the return window?" --k 6
 
 # ruff over the tree, mypy over amem_db/ (strict on the public client: pyproject)
