@@ -130,6 +130,7 @@ FUNCTIONS = {  # name -> strategy of the argument tuple
     "fn::amem::facts::diff": st.tuples(instant, instant, st.one_of(st.none(), hostile, time_opts)),
     "fn::amem::clock::options": st.tuples(st.one_of(time_opts, hostile), st.one_of(st.booleans(), hostile)),
     "fn::amem::clock::versioned": st.tuples(),
+    "fn::amem::clock::current": st.tuples(instant),
     "fn::amem::geo::stored": st.tuples(st.one_of(hostile, st.fixed_dictionaries({"lat": hostile, "lng": hostile}),
                                                  st.sampled_from(["59.9,10.7", "91,0", "0,181", "POINT(1 2)", "nan,nan"])), st.just("location")),
     "fn::amem::geo::option": st.tuples(st.one_of(hostile, st.fixed_dictionaries({}, optional={
