@@ -276,3 +276,11 @@ async def test_now_defaults_to_the_clock_known_time(mem):
     r = await mem.recall("Nora hiking last month", lens=[[scope]], strict_window=True, as_of="2023-10-03T12:00:00Z")
     assert r.query_window is not None and r.query_window.from_ == datetime(2023, 9, 1, tzinfo=UTC)
     assert [h.id for h in r.hits] == [ids["2023-09"]]
+
+
+async def test_now_takes_every_time_string_the_other_options_take(db):
+    """`now` is parsed like asOf and observed_at (fn::amem::facts::time): a time without seconds or
+    zone is UTC; before, "2024-06-01T12:00Z" passed the option check and failed the engine's cast untyped."""
+    for now in ["2024-06-01T12:00Z", "2024-06-01T12:00", "2024-06-01 12:00:00"]:
+        (got,) = await db.query("RETURN fn::amem::window::options('what happened last week', { now: $now }, time::now())", {"now": now})
+        assert got["now"] == datetime(2024, 6, 1, 12, tzinfo=UTC) and got["parsed"]["phrase"] == "last week", now
