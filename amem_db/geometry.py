@@ -5,7 +5,7 @@ parameter stays a string or an object, and ``fn::amem::geo::stored`` refuses it 
 SurrealQL callers write a geometry literal). A geometry *value*, the SDK's
 ``GeometryPolygon`` sent as a CBOR geometry, is stored as given. So the client turns a
 closed WKT ``POLYGON`` or GeoJSON ``Polygon`` into that value before the call; the
-database still checks it (ring simplicity: ``fn::amem::geo::rings``). Anything else
+database still checks it (closed, simple rings: surql/320_geo). Anything else
 (points, an unclosed ring, text it cannot read) passes through unchanged, for the
 database to parse or to refuse with a typed error naming the field.
 """
