@@ -61,6 +61,7 @@ from .models import (
     RecallResponse,
 )
 from .parsing import ParsedDocument, parse
+from .traces import Traces
 
 __all__ = ["Documents", "Entities", "Facts", "Keywords", "Lens", "Memory", "QueryFilter"]
 
@@ -99,6 +100,7 @@ class Memory:
         self.documents = Documents(self)
         self.facts = Facts(self)
         self.entities = Entities(self)
+        self.traces = Traces(self)
 
     @classmethod
     async def open(
@@ -199,6 +201,7 @@ class Memory:
         strict_window: bool | None = None,
         window_weight: float | None = None,
         now: datetime | str | None = None,
+        feedback: bool | None = None,
     ) -> RecallResponse:
         """Facts and passages ranked together for ``query`` (MEMORY.md section 2):
         embeds it (unless mode is bm25 or graph), then ONE round trip to
@@ -212,7 +215,8 @@ class Memory:
         Time words in the query ("in May 2023", "last week") become ``query_window``
         (echoed as ``response.query_window``), relative to ``now`` (default ``as_of``, else the clock),
         a boost of ``window_weight`` for rows observed in it; ``strict_window`` keeps
-        only those, ``query_window=False`` turns it off."""
+        only those, ``query_window=False`` turns it off. ``feedback=False`` ignores the
+        verdicts of ``mem.traces.feedback`` (on by default)."""
         if not isinstance(query, str):
             raise TypeError(f"a query is a str, not {type(query).__name__}")
         clock = time_options(as_of=as_of, at_instant=at_instant, valid_at=valid_at, valid_during=valid_during,
@@ -224,6 +228,7 @@ class Memory:
             **clock,
             "location": location,
             "queryWindow": query_window, "strictWindow": strict_window, "windowWeight": window_weight, "now": now,
+            "feedback": feedback,
         })
         embedding = None if mode in ("bm25", "graph") else await self.embed_query(query)
         if embedding is not None:
@@ -419,11 +424,13 @@ class Documents:
         decompose_query: bool | None = None,
         use_reranker: bool | None = None,
         location: Mapping[str, Any] | None = None,
+        feedback: bool | None = None,
     ) -> QueryResponse:
         """Ranked passages for ``query``: embeds it (unless mode is bm25), then ONE
         round trip to ``fn::amem::documents::query``. Options and defaults as the
         spec; ``use_hyde`` / ``decompose_query`` / ``use_reranker`` fall back
-        without error (no LLM attached), reported in ``warnings`` and the trace."""
+        without error (no LLM attached), reported in ``warnings`` and the trace.
+        ``feedback=False`` ignores the verdicts of ``mem.traces.feedback``."""
         if not isinstance(query, str):
             raise TypeError(f"a query is a str, not {type(query).__name__}")
         opts = _clean({
@@ -431,7 +438,7 @@ class Documents:
             "filter": _filter(filter), "lens": _lens(lens), "expandContext": expand_context, "graphAlpha": graph_alpha,
             "graphDepth": graph_depth, "graphEdges": _strs("graph_edges", graph_edges), "expandGraph": expand_graph,
             "useHyde": use_hyde, "decomposeQuery": decompose_query, "useReranker": use_reranker,
-            "location": location,
+            "location": location, "feedback": feedback,
         })
         embedding = None if mode == "bm25" else await self.mem.embed_query(query)
         if embedding is not None:
