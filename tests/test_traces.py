@@ -301,30 +301,39 @@ def test_sync_twin_reads_traces():
 
 
 @pytest.mark.slow  # one process per command
-def test_cli_traces_list_show_stats_explain(tmp_path):
+def test_readme_traces_examples_run_as_printed(tmp_path):
+    """The README's `amem-db traces` examples, in order, on one embedded database; the
+    placeholder id retrieval_trace:abc stands for the trace of the query above it."""
+    from test_readme import subsection_sh
+
     env = os.environ | {"AMEM_URL": f"surrealkv://{tmp_path / 'db'}", "AMEM_EMBEDDER": HASH, "COLUMNS": "200"}
 
-    def run(*args: str) -> str:
+    def run(args: list[str], code: int = 0) -> subprocess.CompletedProcess:
         done = subprocess.run([sys.executable, "-m", "amem_db", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-2000:])
-        return done.stdout
+        assert done.returncode == code, (args, done.stdout[-2000:], done.stderr[-2000:])
+        return done
 
-    run("migrate")
+    run(["migrate"])
     for i, text in enumerate(DOCS):
         (tmp_path / f"d{i}.md").write_text(text)
-    run("ingest", str(tmp_path))
-    run("query", Q, "--k", "3")
-    listed = json.loads(run("traces", "list", "--json"))
-    tid = listed["traces"][0]["id"]
-    assert listed["traces"][0]["query"] == Q
-    assert Q in run("traces", "list")
-    assert json.loads(run("traces", "show", tid, "--json"))["id"] == tid
-    assert "hybrid" in run("traces", "stats")
-    table = run("traces", "explain", tid, "1")
-    assert "vector" in table and "bm25" in table and "contribution" in table and "RRF: sum" in table
-    done = subprocess.run([sys.executable, "-m", "amem_db", "traces", "explain", tid, "9"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 1 and "not_found" in done.stderr
+    run(["ingest", str(tmp_path)])
+    cmds = subsection_sh("`amem-db traces` (why did this rank here?)")
+    assert [c[:2] for c in cmds] == [["amem-db", "query"]] + [["amem-db", "traces"]] * 6, cmds
+    outputs = [run(cmds[0][1:]).stdout]
+    tid = json.loads(run(["traces", "list", "--json"]).stdout)["traces"][0]["id"]
+    for args in cmds[1:]:
+        outputs.append(run([tid if a == "retrieval_trace:abc" else a for a in args[1:]]).stdout)
+    listed, explained, marked, shown, stats, kept = outputs[1:]
+    assert tid in listed and "zorblat kerosene" in listed
+    assert all(w in explained for w in ("vector", "bm25", "contribution", "RRF: sum")), explained
+    assert "marked useful (rank 2" in marked
+    assert json.loads(shown)["id"] == tid and json.loads(shown)["query"] == "zorblat kerosene"
+    assert "hybrid" in stats and "cache hit rate" in stats
+    assert "max age 4w2d, max count 100000" in kept  # 30d as the engine prints a duration
+    again = json.loads(run(["query", "zorblat kerosene", "--k", "3", "--json"]).stdout)
+    assert any(h.get("feedback") for h in again["trace"]["hits"])  # the mark moved its hit
+    done = run(["traces", "explain", tid, "9"], code=1)
+    assert "not_found" in done.stderr
 
 
 # --- record users: each its own traces and verdicts -------------------------------------------------
