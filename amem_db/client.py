@@ -425,12 +425,17 @@ class Documents:
         use_reranker: bool | None = None,
         location: Mapping[str, Any] | None = None,
         feedback: bool | None = None,
+        page_size: int | None = None,
+        cursor: str | None = None,
     ) -> QueryResponse:
         """Ranked passages for ``query``: embeds it (unless mode is bm25), then ONE
         round trip to ``fn::amem::documents::query``. Options and defaults as the
         spec; ``use_hyde`` / ``decompose_query`` / ``use_reranker`` fall back
         without error (no LLM attached), reported in ``warnings`` and the trace.
-        ``feedback=False`` ignores the verdicts of ``mem.traces.feedback``."""
+        ``feedback=False`` ignores the verdicts of ``mem.traces.feedback``.
+        ``page_size`` freezes the fused candidates (in the trace) and returns their first
+        page with a ``cursor``; ``cursor`` (of a previous response) returns the next page
+        of that frozen set, without embedding or ranking again (the query is not used)."""
         if not isinstance(query, str):
             raise TypeError(f"a query is a str, not {type(query).__name__}")
         opts = _clean({
@@ -438,9 +443,9 @@ class Documents:
             "filter": _filter(filter), "lens": _lens(lens), "expandContext": expand_context, "graphAlpha": graph_alpha,
             "graphDepth": graph_depth, "graphEdges": _strs("graph_edges", graph_edges), "expandGraph": expand_graph,
             "useHyde": use_hyde, "decomposeQuery": decompose_query, "useReranker": use_reranker,
-            "location": location, "feedback": feedback,
+            "location": location, "feedback": feedback, "pageSize": page_size, "cursor": cursor,
         })
-        embedding = None if mode == "bm25" else await self.mem.embed_query(query)
+        embedding = None if mode == "bm25" or cursor is not None else await self.mem.embed_query(query)
         if embedding is not None:
             opts["embeddingModel"] = self.mem.embedder.name
         return _model(QueryResponse, await call(self.mem.conn, "fn::amem::documents::query", query, embedding, opts))

@@ -283,13 +283,17 @@ class ContextHit(_Camel):
 class QueryResponse(_Camel):
     """``fn::amem::documents::query``: ranked ``results``, ``context_hits``,
     ``query_ms``, ``warnings`` (e.g. the HyDE / decomposition / reranker
-    fall-backs) and the ``trace`` written to ``retrieval_trace``."""
+    fall-backs) and the ``trace`` written to ``retrieval_trace``. A paged query
+    (``page_size``) also has ``cursor`` (None: the last page) and ``candidates``
+    (the size of the frozen candidate set)."""
 
     results: list[Hit]
     context_hits: list[ContextHit] = []
     query_ms: float = 0.0
     warnings: list[str] = []
     trace: dict[str, Any] | None = None
+    cursor: str | None = None
+    candidates: int | None = None
 
 
 # --- typed memory: facts and entities (snake_case keys, as the write request) ----------

@@ -287,6 +287,44 @@ async def test_an_owner_side_caller_gets_only_its_own_feedback(mem, db):
     assert [h["chunk"]["id"] for h in for_me["results"]] != [h["chunk"]["id"] for h in base["results"]]
 
 
+# --- stable pagination ------------------------------------------------------------------------
+async def test_pages_of_a_frozen_candidate_set_never_reshuffle_or_repeat_while_writes_go_on(mem, db):
+    for i in range(20):
+        await mem.documents.ingest_text(f"Zorblat engine log {i}: kerosene pump {i} checked.", title=f"log{i}")
+    first = await mem.documents.query(Q, threshold=-1, page_size=5)
+    assert len(first.results) == 5 and first.cursor and first.candidates >= 20
+    frozen = [plain(h["id"]) for h in first.trace["hits"]]
+    assert len(frozen) == first.candidates and ids(first.results) == frozen[:5]
+    # new rows that match better than anything: the frozen set does not move
+    new = [(await mem.documents.ingest_text(f"Zorblat engine kerosene, zorblat engine kerosene {i}.", title=f"new{i}")).document.id
+           for i in range(5)]
+    seen, cursor, pages = ids(first.results), first.cursor, 1
+    while cursor is not None:
+        page = await mem.documents.query("", cursor=cursor, page_size=5)
+        assert page.candidates == first.candidates and page.trace["id"] == first.trace["id"]
+        assert not set(ids(page.results)) & set(seen)  # never repeats
+        seen += ids(page.results)
+        cursor, pages = page.cursor, pages + 1
+    assert seen == frozen and pages == -(-len(frozen) // 5)  # the frozen order, all of it
+    fresh = await mem.documents.query(Q, threshold=-1, page_size=5)
+    fresh_docs = {plain(h["id"]).split("_")[0].replace("chunk:", "document:") for h in fresh.trace["hits"]}
+    frozen_docs = {f.split("_")[0].replace("chunk:", "document:") for f in frozen}
+    assert set(new) <= fresh_docs and not set(new) & frozen_docs  # a new first page sees the new rows, the old pages did not
+
+
+async def test_a_cursor_expires_with_its_trace_and_bad_paging_options_are_typed_errors(mem, db):
+    first = await mem.documents.query(Q, threshold=-1, page_size=2)
+    await db.query("DELETE type::record($id)", {"id": first.trace["id"]})  # as retention would
+    with pytest.raises(NotFound, match="has expired"):
+        await mem.documents.query("", cursor=first.cursor)
+    for opts, match in (({"pageSize": 0}, "pageSize"), ({"pageSize": 51}, "pageSize"), ({"cursor": "chunk:x@1"}, "cursor"),
+                        ({"cursor": 5}, "cursor")):
+        n = await count(db, "retrieval_trace")
+        with pytest.raises(InvalidInput, match=match):
+            await call(db, "fn::amem::documents::query", Q, None, {"mode": "bm25", **opts})
+        assert await count(db, "retrieval_trace") == n
+
+
 # --- Python surface, sync twin, CLI ------------------------------------------------------------
 def test_sync_twin_reads_traces():
     mem = SyncMemory.open(url="mem://", embedder=HASH, migrate=True)
@@ -404,6 +442,12 @@ async def test_another_tenants_feedback_never_moves_my_ranking(world):
     assert b_sees == [] and reader_sees == []
     theirs = await call(reader, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1})
     assert all(h.get("feedback") is None for h in theirs["trace"]["hits"])
+    # a cursor is A's alone: B's read of it finds no trace
+    page = await call(a, "fn::amem::documents::query", Q, emb, {"threshold": -1, "pageSize": 2})
+    assert page["cursor"]
+    with pytest.raises(NotFound, match="another caller"):
+        await call(b, "fn::amem::documents::query", "", None, {"cursor": page["cursor"]})
+    assert len((await call(a, "fn::amem::documents::query", "", None, {"cursor": page["cursor"]}))["results"]) == 2
     # nor can B change or delete A's verdict
     await b.query("UPDATE trace_feedback SET verdict = 'wrong'; DELETE trace_feedback")
     (a_rows,) = await world.root.query("SELECT VALUE verdict FROM trace_feedback WHERE caller = $c", {"c": a_caller})
