@@ -452,3 +452,37 @@ async def test_another_tenants_feedback_never_moves_my_ranking(world):
     await b.query("UPDATE trace_feedback SET verdict = 'wrong'; DELETE trace_feedback")
     (a_rows,) = await world.root.query("SELECT VALUE verdict FROM trace_feedback WHERE caller = $c", {"c": a_caller})
     assert a_rows == ["useful"]
+
+
+# --- replay: eval --from-traces ----------------------------------------------------------------
+async def test_replay_scores_the_judged_queries_with_each_signal_switched_off(mem, db):
+    from amem_db.traces_replay import ndcg, recall_at, replay
+
+    await clear(db)
+    assert (await replay(db, k=4))["queries"] == 0  # no verdicts: nothing to score
+    first = await mem.documents.query(Q, k=4, threshold=-1)
+    useful = ids(first.results)[3]
+    await mem.traces.feedback(first.trace["id"], 4, "useful")
+    await mem.traces.feedback(first.trace["id"], 1, "wrong")
+    r = await mem.recall("zorblat crew", k=4, include=["passages"])
+    await mem.traces.feedback(r.trace["id"], 2, "useful")
+    report = await replay(db, k=4)
+    assert report["queries"] == 2 and report["judgements"] == 3
+    q = report["reads"]["query"]
+    assert set(q) == {"all signals", "no vector", "no bm25", "+feedback"}
+    # the reference: the same query run by hand with feedback off, scored by the formula
+    ranked = ids((await mem.documents.query(Q, k=4, threshold=-1, feedback=False)).results)
+    assert q["all signals"]["ndcg@4"] == pytest.approx(ndcg(ranked, {useful}, 4))
+    assert q["all signals"]["recall@4"] == pytest.approx(recall_at(ranked, {useful}, 4)) == 1.0
+    assert q["+feedback"]["ndcg@4"] > q["all signals"]["ndcg@4"]  # the verdict lifts its record
+    assert set(report["reads"]["recall"]) == {"all signals", "no vector", "no bm25", "no graph", "no window", "+feedback"}
+
+
+def test_ndcg_matches_ranx():
+    ranx = pytest.importorskip("ranx")
+    from amem_db.traces_replay import ndcg
+
+    ranked, relevant = ["d3", "d1", "d7", "d2", "d9"], {"d1", "d2", "d5"}
+    qrels = ranx.Qrels({"q": {d: 1 for d in relevant}})
+    run = ranx.Run({"q": {d: float(len(ranked) - i) for i, d in enumerate(ranked)}})
+    assert ndcg(ranked, relevant, 5) == pytest.approx(ranx.evaluate(qrels, run, "ndcg@5"))

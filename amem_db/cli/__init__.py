@@ -12,7 +12,7 @@ one place (importing a command module registers nothing):
 | ``query`` | ``query``, ``recall`` (the read paths) |
 | ``memory`` | ``remember``, ``entities list/get/history``, ``forget``, ``inspect`` |
 | ``access`` | ``grant``, ``keys list/revoke`` |
-| ``traces`` | ``traces list/show/stats/explain/feedback/retention`` |
+| ``traces`` | ``traces list/show/stats/explain/feedback/retention/replay`` |
 | ``harness`` | ``eval``, ``bench`` (the ``eval`` / ``bench`` extras) |
 | ``serve`` | ``serve --dev`` |
 
@@ -89,6 +89,7 @@ def build_app() -> typer.Typer:
     tr.command("explain")(command(MEMORY)(traces.explain))
     tr.command("feedback")(command(MEMORY)(traces.feedback))
     tr.command("retention")(command(MEMORY)(traces.retention))
+    tr.command("replay")(command(MEMORY)(traces.replay))
     root.add_typer(tr, name="traces")
 
     keys = typer.Typer(help="Credentials (record users): list, revoke. Mint one with `amem-db grant`.", no_args_is_help=True)

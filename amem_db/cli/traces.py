@@ -177,3 +177,31 @@ async def retention(
         return print_json(r)
     out.print(f"max age {r.max_age or 'none'}, max count {r.max_count or 'none'} "
               f"(enforced on every trace write, at most {r.per_write} deletions each)", highlight=False)
+
+
+async def replay(
+    session: Session,
+    k: int = typer.Option(10, "--k", help="score the top k of each replayed query (1..50)"),
+    json_output: bool = json_option(),
+) -> None:
+    """Replay your trace feedback as a judged query set: nDCG@k and Recall@k of every judged
+    query with all signals, then with each signal switched off in turn (vector, bm25, graph,
+    query window) and with the feedback boost on. `useful` = relevant, `wrong` = not. This is
+    `eval --from-traces`: the ablation from your own verdicts, no dataset needed.
+
+    Example: amem-db traces replay --k 10
+    """
+    from ..traces_replay import replay as run_replay
+
+    if not 1 <= k <= 50:
+        raise typer.BadParameter("k must be 1..50", param_hint="--k")
+    mem = await session.memory()
+    report = await run_replay(mem.conn, k=k)
+    if json_output:
+        return print_json(report)
+    out.print(f"{report['queries']} judged queries, {report['judgements']} verdicts", highlight=False)
+    for read, variants in report["reads"].items():
+        table = Table(f"{'documents.query' if read == 'query' else 'recall'}", f"nDCG@{k}", f"Recall@{k}", "queries")
+        for name, row in variants.items():
+            table.add_row(name, _num(row[f"ndcg@{k}"]), _num(row[f"recall@{k}"]), str(row["queries"]))
+        out.print(table)
