@@ -64,6 +64,7 @@ from .models import (
     RecallResponse,
 )
 from .parsing import ParsedDocument, parse
+from .traces import Traces
 
 __all__ = ["Documents", "Entities", "Facts", "Keywords", "Lens", "Memory", "QueryFilter"]
 
@@ -102,6 +103,7 @@ class Memory:
         self.documents = Documents(self)
         self.facts = Facts(self)
         self.entities = Entities(self)
+        self.traces = Traces(self)
 
     @classmethod
     async def open(
@@ -202,6 +204,7 @@ class Memory:
         strict_window: bool | None = None,
         window_weight: float | None = None,
         now: datetime | str | None = None,
+        feedback: bool | None = None,
     ) -> RecallResponse:
         """Facts and passages ranked together for ``query`` (MEMORY.md section 2):
         embeds it (unless mode is bm25 or graph), then ONE round trip to
@@ -215,7 +218,8 @@ class Memory:
         Time words in the query ("in May 2023", "last week") become ``query_window``
         (echoed as ``response.query_window``), relative to ``now`` (default ``as_of``, else the clock),
         a boost of ``window_weight`` for rows observed in it; ``strict_window`` keeps
-        only those, ``query_window=False`` turns it off."""
+        only those, ``query_window=False`` turns it off. ``feedback=False`` ignores the
+        verdicts of ``mem.traces.feedback`` (on by default)."""
         if not isinstance(query, str):
             raise TypeError(f"a query is a str, not {type(query).__name__}")
         clock = time_options(as_of=as_of, at_instant=at_instant, valid_at=valid_at, valid_during=valid_during,
@@ -227,6 +231,7 @@ class Memory:
             **clock,
             "location": location,
             "queryWindow": query_window, "strictWindow": strict_window, "windowWeight": window_weight, "now": now,
+            "feedback": feedback,
         })
         embedding = None if mode in ("bm25", "graph") else await self.embed_query(query)
         if embedding is not None:
@@ -424,6 +429,9 @@ class Documents:
         location: Mapping[str, Any] | None = None,
         as_of: When = None,
         at_instant: When = None,
+        feedback: bool | None = None,
+        page_size: int | None = None,
+        cursor: str | None = None,
     ) -> QueryResponse:
         """Ranked passages for ``query``: embeds it (unless mode is bm25), then ONE
         round trip to ``fn::amem::documents::query``. Options and defaults as the
@@ -431,7 +439,11 @@ class Documents:
         without error (no LLM attached), reported in ``warnings`` and the trace.
         ``as_of`` / ``at_instant`` (versioned storage only): the passages stored by
         then and not replaced by then, with the replaced versions a database migrated
-        with ``document_history=True`` keeps (those hits carry ``chunk.replaced_at``)."""
+        with ``document_history=True`` keeps (those hits carry ``chunk.replaced_at``).
+        ``feedback=False`` ignores the verdicts of ``mem.traces.feedback``.
+        ``page_size`` freezes the fused candidates (in the trace) and returns their first
+        page with a ``cursor``; ``cursor`` (of a previous response) returns the next page
+        of that frozen set, without embedding or ranking again (the query is not used)."""
         if not isinstance(query, str):
             raise TypeError(f"a query is a str, not {type(query).__name__}")
         opts = _clean({
@@ -439,9 +451,10 @@ class Documents:
             "filter": _filter(filter), "lens": _lens(lens), "expandContext": expand_context, "graphAlpha": graph_alpha,
             "graphDepth": graph_depth, "graphEdges": _strs("graph_edges", graph_edges), "expandGraph": expand_graph,
             "useHyde": use_hyde, "decomposeQuery": decompose_query, "useReranker": use_reranker,
-            "location": location, **time_options(as_of=as_of, at_instant=at_instant),
+            "location": location, "feedback": feedback, "pageSize": page_size, "cursor": cursor,
+            **time_options(as_of=as_of, at_instant=at_instant),
         })
-        embedding = None if mode == "bm25" else await self.mem.embed_query(query)
+        embedding = None if mode == "bm25" or cursor is not None else await self.mem.embed_query(query)
         if embedding is not None:
             opts["embeddingModel"] = self.mem.embedder.name
         return _model(QueryResponse, await call(self.mem.conn, "fn::amem::documents::query", query, embedding, opts))

@@ -57,7 +57,10 @@ __all__ = [
     "KeywordPage",
     "KeywordSearch",
     "KeywordSort",
+    "LatencyStats",
+    "LedgerRow",
     "LinkCounts",
+    "ModeStats",
     "QueryMode",
     "QueryResponse",
     "RecallHit",
@@ -66,6 +69,14 @@ __all__ = [
     "RecallResponse",
     "RecallSource",
     "SeedEntity",
+    "Trace",
+    "TraceExplanation",
+    "TraceFeedback",
+    "TracePage",
+    "TraceRetention",
+    "TraceStats",
+    "TraceSummary",
+    "TraceVerdict",
 ]
 
 #: the retrieval modes of fn::amem::documents::query (spec: "Query modes")
@@ -78,6 +89,8 @@ RecallInclude = Literal["facts", "passages"]
 RecallSource = Literal["entity", "attribute", "relation", "memory_chunk", "chunk", "audio_chunk", "section", "passage_version"]
 #: orderings of fn::amem::keywords::list
 KeywordSort = Literal["-document_count", "document_count", "text", "-text"]
+#: a verdict on a trace hit (fn::amem::traces::feedback)
+TraceVerdict = Literal["useful", "wrong"]
 DocumentStatus = Literal["processing", "ready", "failed"]
 IngestStatus = Literal["added", "replaced", "unchanged", "failed"]
 
@@ -286,13 +299,17 @@ class ContextHit(_Camel):
 class QueryResponse(_Camel):
     """``fn::amem::documents::query``: ranked ``results``, ``context_hits``,
     ``query_ms``, ``warnings`` (e.g. the HyDE / decomposition / reranker
-    fall-backs) and the ``trace`` written to ``retrieval_trace``."""
+    fall-backs) and the ``trace`` written to ``retrieval_trace``. A paged query
+    (``page_size``) also has ``cursor`` (None: the last page) and ``candidates``
+    (the size of the frozen candidate set)."""
 
     results: list[Hit]
     context_hits: list[ContextHit] = []
     query_ms: float = 0.0
     warnings: list[str] = []
     trace: dict[str, Any] | None = None
+    cursor: str | None = None
+    candidates: int | None = None
 
 
 # --- typed memory: facts and entities (snake_case keys, as the write request) ----------
@@ -538,3 +555,118 @@ class Inspection(_Returned):
     # chunk / audio_chunk
     document: dict[str, Any] | None = None
     span: dict[str, Any] | None = None
+
+
+# --- traces (fn::amem::traces::*, surql/470_traces) ----------------------------------------
+class TraceSummary(_Camel):
+    """One row of ``mem.traces.list``: what a query or recall asked, how it ran, what came first."""
+
+    id: str
+    query: str
+    mode: str
+    created_at: datetime = Field(alias="created_at")
+    caller: str | None = None
+    tier: int = 3
+    escalated: bool = False
+    cache_hit: bool = False
+    k: int | None = None
+    hits: int = 0
+    top_hit: str | None = None
+    top_score: float | None = None
+    total_ms: float | None = None
+    feedback: int = 0
+
+
+class TracePage(_Camel):
+    """``mem.traces.list``: newest first; ``next`` is the ``until`` of the next page (None: last page)."""
+
+    traces: list[TraceSummary]
+    next: datetime | None = None
+
+
+class Trace(_Camel):
+    """``mem.traces.get``: the stored trace (options, legs, per-hit signals, timings) with
+    its tier, ``escalated`` and ``cache_hit`` read from it (absent = tier 3)."""
+
+    id: str
+    query: str
+    mode: str
+    options: dict[str, Any] = {}
+    legs: dict[str, Any] = {}
+    hits: list[dict[str, Any]] = []
+    timings: dict[str, Any] = {}
+    caller: str | None = None
+    scopes: list[str] = []
+    created_at: datetime = Field(alias="created_at")
+    tier: int = 3
+    escalated: bool = False
+    cache_hit: bool = False
+
+
+class LatencyStats(_Camel):
+    p50_ms: float | None = Field(default=None, alias="p50Ms")
+    p95_ms: float | None = Field(default=None, alias="p95Ms")
+    max_ms: float | None = None
+
+
+class ModeStats(LatencyStats):
+    count: int
+
+
+class TraceStats(_Camel):
+    """``mem.traces.stats`` over the newest traces selected (``truncated``: older ones left out)."""
+
+    traces: int
+    truncated: bool
+    since: datetime
+    until: datetime
+    modes: dict[str, ModeStats] = {}
+    tiers: dict[str, int] = {}
+    cache_hit_rate: float | None = None
+    escalation_rate: float | None = None
+    latency: LatencyStats
+
+
+class LedgerRow(_Camel):
+    """One signal's part in a hit's rank: its rank in that signal, the raw measure, weight, RRF contribution."""
+
+    signal: str
+    rank: int | None = None
+    measure: str
+    value: float | None = None
+    weight: float | None = None
+    contribution: float | None = None
+    note: str | None = None
+
+
+class TraceExplanation(_Camel):
+    """``mem.traces.explain``: why one hit of a trace ranked where it did."""
+
+    trace: str
+    query: str
+    mode: str
+    tier: int = 3
+    hit: dict[str, Any]
+    rrf_k: float | None = None
+    ledger: list[LedgerRow]
+    decisions: list[str] = []
+
+
+class TraceFeedback(_Camel):
+    """``mem.traces.feedback``: the verdict stored for one hit of one trace."""
+
+    id: str
+    trace: str
+    hit: str
+    verdict: Literal["useful", "wrong"]
+    rank: int | None = None
+    caller: str | None = None
+    created_at: datetime = Field(alias="created_at")
+
+
+class TraceRetention(_Camel):
+    """``mem.traces.retention``: the limits enforced on every trace write (None = no limit)."""
+
+    max_age: str | None = None
+    max_count: int | None = None
+    per_write: int

@@ -26,8 +26,9 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from .client import Documents, Entities, Facts, Keywords, Memory
 from .embedding.base import Embedder
+from .traces import Traces
 
-__all__ = ["SyncDocuments", "SyncEntities", "SyncFacts", "SyncKeywords", "SyncMemory"]
+__all__ = ["SyncDocuments", "SyncEntities", "SyncFacts", "SyncKeywords", "SyncMemory", "SyncTraces"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -127,6 +128,17 @@ class SyncEntities(_Facade):
     history = _twin(Entities.history)
 
 
+class SyncTraces(_Facade):
+    """``mem.traces`` of a SyncMemory."""
+
+    list = _twin(Traces.list)
+    get = _twin(Traces.get)
+    stats = _twin(Traces.stats)
+    explain = _twin(Traces.explain)
+    feedback = _twin(Traces.feedback)
+    retention = _twin(Traces.retention)
+
+
 class SyncMemory(_Facade):
     """The blocking client: ``SyncMemory.open(...)`` takes Memory.open's arguments."""
 
@@ -137,6 +149,7 @@ class SyncMemory(_Facade):
         self.documents = SyncDocuments(mem.documents, runner)
         self.facts = SyncFacts(mem.facts, runner)
         self.entities = SyncEntities(mem.entities, runner)
+        self.traces = SyncTraces(mem.traces, runner)
 
     @classmethod
     def open(

@@ -147,6 +147,13 @@ MATRIX: dict[str, dict] = {
     "retrieval_trace": {"rows": "writer", "select": ONLY_WRITER, "create": LIVE, "update": NOBODY, "delete": NOBODY,
                         "seed": "{query: 'q0', mode: 'query', options: {}, legs: {}, hits: [], timings: {}, caller: $me, "
                                 "scopes: $S}"},
+    # trace feedback (migrations/0012): like traces, a principal reads and writes its own
+    # verdicts (a reader included: judging a hit is part of reading); it cannot hand one to
+    # another caller; no delete
+    "trace_feedback": {"rows": "writer", "select": ONLY_WRITER, "create": LIVE, "update": ONLY_WRITER, "delete": NOBODY,
+                       "fields": {"caller": NOBODY}, "values": {"hit": "chunk:chunk_alt", "verdict": "'wrong'"},
+                       "seed": "{trace: 'retrieval_trace:t0', hit: chunk:chunk_spare, verdict: 'useful', query: 'q0', "
+                               "query_norm: 'q0', caller: $me, scopes: $S}"},
     # --- bookkeeping -----------------------------------------------------------------------
     # a principal reads its own row (never key_hash) while it is not revoked; changes nothing,
     # above all not its own grants

@@ -98,6 +98,7 @@ forget_request = st.one_of(hostile, st.fixed_dictionaries({}, optional={
     "dryRun": hostile, "purge": hostile, "scopes": hostile, "x": hostile}))
 small_int = st.one_of(st.integers(min_value=-5, max_value=5000), st.integers(min_value=-(2**63), max_value=2**63 - 1))
 
+trace_opts = st.dictionaries(st.sampled_from(["limit", "mode", "tier", "since", "until", "caller"]), st.one_of(hostile, instant, small_int), max_size=4)
 NO_ARGS = st.tuples()
 FUNCTIONS = {  # name -> strategy of the argument tuple
     "fn::amem::documents::ref": st.tuples(hostile),
@@ -150,6 +151,14 @@ FUNCTIONS = {  # name -> strategy of the argument tuple
         optional={"scopes": st.one_of(hostile, st.lists(paths, max_size=3))})), max_size=3)),
         st.one_of(st.none(), hostile)),
     "fn::amem::query::terms": st.tuples(st.one_of(st.text(max_size=200), hostile)),
+    # traces (surql/470_traces)
+    "fn::amem::traces::list": st.tuples(st.one_of(st.none(), hostile, trace_opts)),
+    "fn::amem::traces::stats": st.tuples(st.one_of(st.none(), hostile, trace_opts)),
+    "fn::amem::traces::get": st.tuples(st.one_of(hostile, st.sampled_from(["retrieval_trace:x", "chunk:x"]))),
+    "fn::amem::traces::explain": st.tuples(hostile, st.one_of(hostile, small_int)),
+    "fn::amem::traces::feedback": st.tuples(hostile, st.one_of(hostile, small_int), st.one_of(hostile, st.sampled_from(["useful", "wrong"]))),
+    "fn::amem::traces::retention": st.tuples(st.one_of(st.none(), hostile, st.dictionaries(st.sampled_from(["maxAge", "maxCount"]), st.one_of(
+        hostile, st.sampled_from(["30d", "1h", "999999y", "0", 0, 3650])), max_size=2))),
     "fn::amem::scope::within": st.tuples(st.one_of(paths, hostile), st.one_of(st.lists(paths, max_size=5), hostile)),
     "fn::amem::scope::writable": st.tuples(st.one_of(st.lists(paths, max_size=5), hostile)),
     "fn::amem::scope::forgettable": st.tuples(st.one_of(st.lists(paths, max_size=5), hostile)),
@@ -210,7 +219,8 @@ async def checksum(root, names: list[str]) -> tuple[str, dict[str, int]]:
 
 
 WRITES = {"fn::amem::documents::ingest", "fn::amem::documents::delete", "fn::amem::facts::write", "fn::amem::forget",
-          "fn::amem::facts::declare_key", "fn::amem::mentions::link", "fn::amem::documents::recompute_links"}
+          "fn::amem::facts::declare_key", "fn::amem::mentions::link", "fn::amem::documents::recompute_links",
+          "fn::amem::traces::feedback", "fn::amem::traces::retention"}
 
 
 def client_functions() -> set[str]:

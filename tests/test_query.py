@@ -661,7 +661,8 @@ async def test_same_query_same_answer(db, corpus):
 async def test_trace_is_stored_and_returned(db, corpus):
     res = await query(db, "return window", corpus["q"], k=3, caller="tests", lens=[["org/acme"]])
     trace = res["trace"]
-    (stored,) = await db.query("SELECT * FROM ONLY $id", {"id": trace["id"]})
+    # the stored trace also keeps the query embedding (for trace feedback, surql/470); the response does not
+    (stored,) = await db.query("SELECT * OMIT query_embedding FROM ONLY $id", {"id": trace["id"]})
     assert stored == trace
     assert trace["query"] == "return window" and trace["mode"] == "hybrid" and trace["caller"] == "tests"
     assert trace["scopes"] == ["org/acme"]
@@ -686,7 +687,7 @@ async def test_empty_database_returns_empty_results():
             res = await query(conn, "anything at all", e, **opts)
             assert res["results"] == [] and res["contextHits"] == []
             # a trace is written for an empty answer too: the stored record is the one returned
-            (stored,) = await conn.query("SELECT * FROM ONLY $id", {"id": res["trace"]["id"]})
+            (stored,) = await conn.query("SELECT * OMIT query_embedding FROM ONLY $id", {"id": res["trace"]["id"]})
             assert stored == res["trace"] and stored["query"] == "anything at all" and stored["hits"] == []
     finally:
         await drop(conn, target)

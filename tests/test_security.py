@@ -693,3 +693,34 @@ async def test_document_links_across_tenants_are_hidden_from_either_side(world):
     (b_seen,) = await w.B.query("SELECT * FROM document_link WHERE out.source = 'cross-b.md'")
     assert b_seen == []  # nor from the other side
     await w.root.query("DELETE document WHERE source IN ['cross-a.md', 'cross-b.md']")
+
+
+async def test_trace_feedback_stays_inside_its_caller(world):
+    """Trace feedback (surql/470, migrations/0012): B's verdicts on its own hits never move
+    A's ranking of the same query over the same corpus; A reads none of B's verdicts or
+    traces through the trace functions or raw SurrealQL, and cannot plant one as B."""
+    w = world
+    q = "return policy refund window"
+    emb = w.emb.embed_query(q)
+    a_before = await call(w.A, "fn::amem::documents::query", q, emb, {"k": 5, "threshold": -1})
+    b_first = await call(w.B, "fn::amem::documents::query", q, emb, {"k": 5, "threshold": -1})
+    for rank, verdict in ((5, "useful"), (1, "wrong")):
+        await call(w.B, "fn::amem::traces::feedback", b_first["trace"]["id"], rank, verdict)
+    b_after = await call(w.B, "fn::amem::documents::query", q, emb, {"k": 5, "threshold": -1})
+    assert [h["chunk"]["id"] for h in b_after["results"]] != [h["chunk"]["id"] for h in b_first["results"]]  # B's signal works
+    a_after = await call(w.A, "fn::amem::documents::query", q, emb, {"k": 5, "threshold": -1})
+    assert [h["chunk"]["id"] for h in a_after["results"]] == [h["chunk"]["id"] for h in a_before["results"]]
+    assert all(h.get("feedback") is None for h in a_after["trace"]["hits"])
+    (seen,) = await w.A.query("SELECT * FROM trace_feedback")
+    assert seen == []
+    page = await call(w.A, "fn::amem::traces::list", {"limit": 500})
+    assert b_first["trace"]["id"] not in [t["id"] for t in page["traces"]]
+    # (A's own queries may name bsecret words: its traces echo them; the callers tell whose they are)
+    assert {t["caller"] for t in page["traces"]} == {w.a_caller}
+    with pytest.raises(NotFound):
+        await call(w.A, "fn::amem::traces::feedback", b_first["trace"]["id"], 1, "useful")
+    (b_caller,) = await w.B.query("RETURN <string> $auth.id")
+    before = await checksum(w.root, ["trace_feedback"])
+    await w.A.query("CREATE trace_feedback CONTENT {trace: 't', hit: type::record($h), verdict: 'wrong', query: 'q', query_norm: 'q', "
+                    "caller: $c}", {"h": plain(b_after["results"][0]["chunk"]["id"]), "c": b_caller})
+    assert await checksum(w.root, ["trace_feedback"]) == before

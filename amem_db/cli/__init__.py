@@ -12,6 +12,7 @@ one place (importing a command module registers nothing):
 | ``query`` | ``query``, ``recall`` (the read paths) |
 | ``memory`` | ``remember``, ``entities list/get/history``, ``forget``, ``inspect`` |
 | ``access`` | ``grant``, ``keys list/revoke`` |
+| ``traces`` | ``traces list/show/stats/explain/feedback/retention/replay`` |
 | ``harness`` | ``eval``, ``bench`` (the ``eval`` / ``bench`` extras) |
 | ``serve`` | ``serve --dev`` |
 
@@ -30,7 +31,7 @@ from typing import NoReturn
 import typer
 
 from ..errors import AmemError
-from . import access, documents, harness, keywords, memory, migrate, query, serve
+from . import access, documents, harness, keywords, memory, migrate, query, serve, traces
 from .app import CONNECTION, EXIT_ERROR, EXIT_INTERRUPTED, HELP, MEMORY, command, fail, root_callback
 
 __all__ = ["app", "build_app", "main", "run"]
@@ -80,6 +81,17 @@ def build_app() -> typer.Typer:
     facts = typer.Typer(help="Typed memory over time: what changed between two known times.", no_args_is_help=True)
     facts.command("diff")(command(MEMORY)(memory.diff))
     root.add_typer(facts, name="facts")
+
+    tr = typer.Typer(help="Retrieval traces: list, show, stats, explain a hit (why did it rank here?), feedback, retention.",
+                     no_args_is_help=True)
+    tr.command("list")(command(MEMORY)(traces.list_traces))
+    tr.command("show")(command(MEMORY)(traces.show_trace))
+    tr.command("stats")(command(MEMORY)(traces.stats))
+    tr.command("explain")(command(MEMORY)(traces.explain))
+    tr.command("feedback")(command(MEMORY)(traces.feedback))
+    tr.command("retention")(command(MEMORY)(traces.retention))
+    tr.command("replay")(command(MEMORY)(traces.replay))
+    root.add_typer(tr, name="traces")
 
     keys = typer.Typer(help="Credentials (record users): list, revoke. Mint one with `amem-db grant`.", no_args_is_help=True)
     keys.command("list")(command(CONNECTION)(access.list_keys))
