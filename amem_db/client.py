@@ -27,11 +27,11 @@ from typing import Any, TypedDict, TypeVar
 import pydantic
 
 from .connection import WAL_REOPEN_BYTES, Target, close_quietly, open_connection, resolve_target, wal_bytes
+from .constants import MAINTAIN_MIN_ROWS, MAINTAIN_THRESHOLD
 from .db import call
 from .embedding.base import Embedder
 from .errors import AmemError, InvalidInput, ServerError, error_for, from_engine_error
 from .ingest import IngestReport, Item, Progress, doc_object, ingest_items, ingest_paths, items_from_file
-from .constants import MAINTAIN_MIN_ROWS, MAINTAIN_THRESHOLD
 from .maintain import maintain as maintain_indexes
 from .maintain import status as maintain_status
 from .migrator import Migrator, Plan

@@ -32,17 +32,18 @@ def _vectors(n: int, seed: int) -> list[list[float]]:
     return [[rng.random() for _ in range(DIM)] for _ in range(n)]
 
 
-async def _rows(conn: Any, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
-    result = await conn.query(sql, params or {})
-    return result if isinstance(result, list) else [result]
+async def _one(conn: Any, sql: str, params: dict[str, Any] | None = None) -> Any:
+    """The result of a one-statement query (the SDK returns one result per statement)."""
+    (result,) = await conn.query(sql, params or {})
+    return result
 
 
 # --- canaries (throwaway database) ----------------------------------------------------------
-async def check_knn_all_rows(conn: Any) -> DoctorCheck:
+async def check_knn_all_one(conn: Any) -> DoctorCheck:
     """#20: `<|K,EF|>` on a field without a usable index matches every row."""
     await conn.query("DEFINE TABLE plain SCHEMALESS; INSERT INTO plain $rows RETURN NONE;",
                      {"rows": [{"e": v} for v in _vectors(30, 1)]})
-    got = len(await _rows(conn, "SELECT id FROM plain WHERE e <|3,40|> $q", {"q": [0.5] * DIM}))
+    got = len(await _one(conn, "SELECT id FROM plain WHERE e <|3,40|> $q", {"q": [0.5] * DIM}))
     details = {"k": 3, "rows": 30, "returned": got}
     if got == 3:
         return DoctorCheck(name="knn_all_rows", status="ok", finding="a KNN without a usable index returns K rows",
@@ -58,8 +59,8 @@ async def check_hnsw_array_ids(conn: Any, amem: Any) -> DoctorCheck:
     """#9: HNSW never returns records whose id is an array or an object."""
     await conn.query("DEFINE TABLE ids SCHEMALESS; DEFINE INDEX ids_e ON ids FIELDS e HNSW DIMENSION 2 DIST COSINE TYPE F32;"
                      "CREATE ids:['k', 0] SET e = [1, 0.5]; CREATE ids:plain SET e = [1, 0.4]; CREATE ids:{a: 1} SET e = [1, 0.41];")
-    got = [plain(r["id"]) for r in await _rows(conn, "SELECT id FROM ids WHERE e <|3,40|> [1, 0.5]")]
-    sample = await _rows(amem, "SELECT VALUE record::id(id) FROM chunk LIMIT 1")
+    got = [plain(r["id"]) for r in await _one(conn, "SELECT id FROM ids WHERE e <|3,40|> [1, 0.5]")]
+    sample = await _one(amem, "SELECT VALUE record::id(id) FROM chunk LIMIT 1")
     ours_plain = all(isinstance(x, (str, int)) for x in sample)
     details = {"returned": got, "chunk_id_sample": sample}
     if len(got) == 3:
@@ -83,10 +84,10 @@ async def check_bm25_zero(conn: Any, amem: Any) -> DoctorCheck:
         "DEFINE TABLE given SCHEMALESS; DEFINE INDEX given_t ON given FIELDS text FULLTEXT ANALYZER an BM25(1.2,0.75);"
         "FOR $t IN ['bare', 'given'] { FOR $x IN ['apple pie', 'banana split', 'cherry tart', 'plum jam'] {"
         " CREATE type::table($t) SET text = $x; }; };")
-    bare = await _rows(conn, "SELECT VALUE search::score(1) FROM bare WHERE text @1@ 'banana'")
-    given = await _rows(conn, "SELECT VALUE search::score(1) FROM given WHERE text @1@ 'banana'")
-    info = await _rows(amem, "INFO FOR TABLE chunk_fts")
-    ours = " ".join(str(v) for v in (info[0].get("indexes", {}) if info and isinstance(info[0], dict) else {}).values())
+    bare = await _one(conn, "SELECT VALUE search::score(1) FROM bare WHERE text @1@ 'banana'")
+    given = await _one(conn, "SELECT VALUE search::score(1) FROM given WHERE text @1@ 'banana'")
+    info = await _one(amem, "INFO FOR TABLE chunk_fts")
+    ours = " ".join(str(v) for v in (info.get("indexes") or {}).values()) if isinstance(info, dict) else ""
     details = {"bare": bare, "explicit": given, "chunk_fts_index": ours}
     if "BM25(1.2,0.75)" not in ours:
         return DoctorCheck(name="bm25_zero_scores", status="unhandled",
@@ -107,8 +108,8 @@ async def check_filtered_knn(conn: Any) -> DoctorCheck:
     await conn.query("DEFINE TABLE f SCHEMALESS; DEFINE INDEX f_e ON f FIELDS e HNSW DIMENSION 8 DIST COSINE TYPE F32;"
                      "INSERT INTO f $rows RETURN NONE;", {"rows": rows})
     q = {"q": [0.5] * DIM}
-    post = len(await _rows(conn, "SELECT id FROM (SELECT id, cat FROM f WHERE e <|5,40|> $q) WHERE cat = 'b'", q))
-    inside = len(await _rows(conn, "SELECT id FROM f WHERE e <|5,40|> $q AND cat = 'b'", q))
+    post = len(await _one(conn, "SELECT id FROM (SELECT id, cat FROM f WHERE e <|5,40|> $q) WHERE cat = 'b'", q))
+    inside = len(await _one(conn, "SELECT id FROM f WHERE e <|5,40|> $q AND cat = 'b'", q))
     details = {"k": 5, "post_filter": post, "filter_in_walk": inside}
     return DoctorCheck(name="filtered_knn_underfill", status="handled" if post < 5 else "ok",
                        finding=f"KNN then filter kept {post} of 5 (10% of rows admitted); the filter inside the KNN gave {inside}",
@@ -133,8 +134,8 @@ async def check_indexes(amem: Any) -> list[DoctorCheck]:
     marked = [s.index for s in rows if s.building]
     engine_building = []
     for s in rows:
-        info = await _rows(amem, f"INFO FOR INDEX {s.index} ON {s.table}")
-        state = (info[0] or {}).get("building", {}).get("status") if info and isinstance(info[0], dict) else None
+        info = await _one(amem, f"INFO FOR INDEX {s.index} ON {s.table}")
+        state = ((info or {}).get("building") or {}).get("status") if isinstance(info, dict) else None
         if state not in (None, "ready"):
             engine_building.append(f"{s.index} ({state})")
     checks.append(DoctorCheck(
@@ -167,7 +168,7 @@ async def run_doctor(conn: Any, target: Target) -> DoctorReport:
     await conn.use(target.ns, scratch)
     try:
         canaries: list[tuple[str, Check]] = [
-            ("knn_all_rows", lambda: check_knn_all_rows(conn)),
+            ("knn_all_rows", lambda: check_knn_all_one(conn)),
             ("hnsw_array_ids", lambda: _in_amem(conn, target, scratch, check_hnsw_array_ids)),
             ("bm25_zero_scores", lambda: _in_amem(conn, target, scratch, check_bm25_zero)),
             ("filtered_knn_underfill", lambda: check_filtered_knn(conn)),

@@ -71,7 +71,7 @@ async def main() -> None:
         try:
             out = await db.query(stmt)
             print(f"{stmt:28} -> {out}")
-        except Exception as exc:  # noqa: BLE001 - a probe: print what the engine says
+        except Exception as exc:
             print(f"{stmt:28} -> error: {str(exc)[:100]}")
     await report("after every COMPACT statement")
     t = time.perf_counter()

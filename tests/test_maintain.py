@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import drop, make_target
 from surrealdb import RecordID
 
 from amem_db import maintain
@@ -14,7 +15,6 @@ from amem_db.connection import close_quietly, open_connection
 from amem_db.db import call
 from amem_db.errors import AmemError, InvalidInput
 from amem_db.migrator import Migrator
-from conftest import drop, make_target
 
 DIM = 384
 POOL = 10  # the smallest pool the settings allow: a handful of rows shows every case
@@ -81,7 +81,7 @@ async def test_every_vector_write_is_logged_in_its_transaction(mdb):
     await conn.query("UPDATE chunk:c00 SET embedding = $v RETURN NONE", {"v": vecs["c00"]})
     assert await logged(conn, "chunk_embedding") == N_CHUNKS + 2
     # a failed write leaves no log row behind
-    with pytest.raises(Exception, match="failed transaction|abort"):  # noqa: B017 - the SDK reports the first failed statement
+    with pytest.raises(Exception, match="failed transaction|abort"):
         await conn.query("BEGIN; UPDATE chunk:c00 SET embedding = $v RETURN NONE; THROW 'amem:test: abort'; COMMIT;",
                          {"v": vecs["c02"]})
     assert await logged(conn, "chunk_embedding") == N_CHUNKS + 2
