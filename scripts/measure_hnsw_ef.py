@@ -8,7 +8,8 @@ search: once on the pending queue (index defined first, rows written after it: w
 an ingest leaves, docs/ENGINE-ISSUES.md #19) and once after `REBUILD INDEX` (the
 graph amem-db maintain builds). hnswlib with the same M / EFC beside it if installed.
 
-Usage: python scripts/measure_hnsw_ef.py DATA_DIR [N]    (N default 10000)
+Usage: python scripts/measure_hnsw_ef.py DATA_DIR [N] [--peers-only]   (N default 10000;
+--peers-only: numpy and hnswlib, not the engine)
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ def exact(vecs: np.ndarray, qv: np.ndarray, k: int) -> list[set[int]]:
 
 async def sweep(db: Any, qv: np.ndarray, truth: dict[int, list[set[int]]], label: str, efs: tuple[int, ...]) -> list[dict[str, Any]]:
     out = []
+    for q in qv[:5].tolist():  # warm-up, untimed
+        await db.query(f"SELECT id FROM c WHERE e <|10,{efs[0]}|> $q", {"q": q})
     for k in KS:
         for ef in efs:
             if ef < k:
@@ -58,7 +61,7 @@ async def sweep(db: Any, qv: np.ndarray, truth: dict[int, list[set[int]]], label
 
 async def main() -> None:
     data = Path(sys.argv[1])
-    n = int(sys.argv[2]) if len(sys.argv) > 2 else 10000
+    n = int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2].isdigit() else 10000
     meta = json.loads((data / "passages.json").read_text())
     keep = [i for i, p in enumerate(meta["passages"]) if p["doc"].startswith("scifact-")][:n]
     vecs = np.load(data / "vectors.npy")[keep]
@@ -90,6 +93,8 @@ async def main() -> None:
                 print(json.dumps({"graph": "hnswlib", "k": k, "ef": ef, "recall": round(rec, 4), "mean_ms": round(ms, 3)}), flush=True)
     except ImportError:
         print(json.dumps({"graph": "hnswlib", "note": "not installed"}), flush=True)
+    if "--peers-only" in sys.argv:
+        os._exit(0)
     db = AsyncSurreal("mem://")
     await db.connect()
     await db.use("m", "m")

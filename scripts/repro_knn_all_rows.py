@@ -4,7 +4,9 @@ On a table whose HNSW index is still building (`DEFINE INDEX ... CONCURRENTLY` o
 existing rows) or that has no HNSW index on the field at all, the KNN operator is
 not an error and not a brute-force top-K: the condition is true for every row, so
 `SELECT ... WHERE e <|3,40|> $q` returns the whole table (and a LIMIT-less vector
-leg would rank the whole table). `<|3,COSINE|>` (brute force) returns 3 in both cases.
+leg would rank the whole table). `<|3,COSINE|>` (brute force) returns 3 in both cases. During a blocking
+`REBUILD INDEX`, a KNN from another request of the same process sees the graph being
+built: it returns fewer than K rows, while INFO FOR INDEX still says `ready`.
 
 Usage: python scripts/repro_knn_all_rows.py
 """
@@ -46,6 +48,22 @@ async def main() -> None:
         await asyncio.sleep(0.2)
     (built,) = await db.query("SELECT id FROM t WHERE e <|3,40|> $q", {"q": q})
     print(f"after the build ({info['building']}): <|3,40|> -> {len(built)} rows")
+    # a blocking REBUILD on one request, KNN queries on another (one connection, async)
+    big = [{"id": RecordID("g", f"r{i}"), "e": [rng.gauss(0, 1) for _ in range(64)]} for i in range(6000)]
+    await db.query("DEFINE TABLE g SCHEMALESS; DEFINE INDEX ge ON g FIELDS e HNSW DIMENSION 64 DIST COSINE TYPE F32 EFC 150 M 12;")
+    for i in range(0, len(big), 500):
+        await db.query("INSERT INTO g $rows RETURN NONE", {"rows": big[i:i + 500]})
+    qg = [rng.gauss(0, 1) for _ in range(64)]
+    rebuild = asyncio.create_task(db.query("REBUILD INDEX ge ON g"))
+    await asyncio.sleep(0.3)
+    seen = []
+    while not rebuild.done() and len(seen) < 5:
+        (status,) = await db.query("INFO FOR INDEX ge ON g")
+        (rows,) = await db.query("SELECT id FROM g WHERE e <|3,40|> $q", {"q": qg})
+        seen.append((len(rows), status["building"]["status"]))
+    await rebuild
+    (after,) = await db.query("SELECT id FROM g WHERE e <|3,40|> $q", {"q": qg})
+    print(f"during a blocking REBUILD of 6000 rows: <|3,40|> -> (rows, INFO status) {seen}; after it: {len(after)} rows")
     await db.close()
     os._exit(0)  # docs/ENGINE-ISSUES.md #4
 

@@ -693,3 +693,23 @@ async def test_document_links_across_tenants_are_hidden_from_either_side(world):
     (b_seen,) = await w.B.query("SELECT * FROM document_link WHERE out.source = 'cross-b.md'")
     assert b_seen == []  # nor from the other side
     await w.root.query("DELETE document WHERE source IN ['cross-a.md', 'cross-b.md']")
+
+
+async def test_tenant_vector_writes_are_logged_and_maintenance_is_operator_only(world):
+    """Index maintenance (migrations/0014, surql/060_maintain): a tenant's vector writes
+    are logged by the event (owner rights), the log and the index state stay hidden, and
+    status / begin / reset refuse a record user (they show table sizes across scopes)."""
+    w = world
+    (chunks, logged) = await w.root.query(
+        "RETURN (SELECT count() FROM chunk GROUP ALL)[0].count;"
+        "RETURN (SELECT count() FROM amem_index_write WHERE index = 'chunk_embedding' GROUP ALL)[0].count;")
+    assert chunks > 0 and logged >= chunks  # every tenant chunk was logged in its own transaction
+    for table in ("amem_index_write", "amem_index_state"):
+        (seen,) = await w.A.query(f"SELECT * FROM {table}")
+        assert seen == []
+    for fn, args in (("fn::amem::maintain::status", (0.2, 0)), ("fn::amem::maintain::begin", ("chunk_embedding",)),
+                     ("fn::amem::maintain::reset", ("chunk_embedding",))):
+        with pytest.raises(PermissionDenied, match="operator"):
+            await call(w.A, fn, *args)
+    (building,) = await w.root.query("RETURN $amem_index_building")
+    assert building == []
