@@ -14,7 +14,8 @@ from amem_db import maintain
 from amem_db.connection import close_quietly, open_connection
 from amem_db.db import call
 from amem_db.errors import AmemError, InvalidInput
-from amem_db.migrator import Migrator
+from amem_db.migrator import Migrator, bundled_dir, render_dir
+from amem_db.settings import SchemaSettings
 
 DIM = 384
 POOL = 10  # the smallest pool the settings allow: a handful of rows shows every case
@@ -87,6 +88,22 @@ async def test_every_vector_write_is_logged_in_its_transaction(mdb):
     assert await logged(conn, "chunk_embedding") == N_CHUNKS + 2
     # other indexes log their own table only
     assert await logged(conn, "keyword_embedding") == 0
+
+
+async def test_the_migration_logs_the_vectors_stored_before_it(mdb):
+    # a database upgraded to 0014 with rows in it: those rows sit in the pending queue too
+    conn, _, _ = mdb
+    (script,) = [x for x in render_dir(bundled_dir("migrations"), "migration", SchemaSettings().model_dump())
+                 if x.key.startswith("0014")]
+    backfill = [line for line in script.text.splitlines() if line.startswith("INSERT INTO amem_index_write")]
+    assert len(backfill) == 8  # one per EMBEDDING_FIELDS entry
+    saved = await logged(conn, "chunk_embedding")
+    await conn.query("DELETE amem_index_write WHERE index = 'chunk_embedding'")
+    await conn.query("\n".join(backfill))
+    assert await logged(conn, "chunk_embedding") == N_CHUNKS  # the stored vectors, once each
+    assert await logged(conn, "document_summary_embedding") == 0  # the document has no summary vector
+    await conn.query("DELETE amem_index_write WHERE index = 'chunk_embedding'")
+    await conn.query(f"FOR $i IN 0..{saved} {{ CREATE amem_index_write SET index = 'chunk_embedding' }}")
 
 
 # --- the state machine -----------------------------------------------------------------------------
@@ -200,3 +217,26 @@ async def test_a_failed_rebuild_clears_its_mark(mdb):
         assert "keyword_embedding" not in building
     finally:
         await conn.query(f"DEFINE INDEX keyword_embedding ON keyword FIELDS embedding HNSW DIMENSION {DIM} DIST COSINE TYPE F32 EFC 150 M 12")
+
+
+def test_cli_maintain(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    def amem(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "amem_db", "--url", f"surrealkv://{tmp_path}/data", *args],
+                              cwd=tmp_path, env={**os.environ, "AMEM_EMBEDDER": "hash:384"},
+                              capture_output=True, text=True, timeout=300)
+
+    assert amem("migrate").returncode == 0
+    status = amem("maintain", "--status", "--json")
+    assert status.returncode == 0, status.stderr
+    rows = json.loads(status.stdout)
+    assert {r["index"] for r in rows} >= {"chunk_embedding", "memory_chunk_embedding"} and not any(r["due"] for r in rows)
+    done = amem("maintain", "--auto", "--threshold", "0.5", "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)["rebuilt"] == []
+    assert "no index was marked as building" in amem("maintain", "--reset").stdout
+    bad = amem("maintain", "--index", "nope")
+    assert bad.returncode == 1 and "invalid_input" in bad.stderr
