@@ -19,7 +19,7 @@ from amem_db.db import call
 from amem_db.doctor import run_doctor
 from amem_db.migrator import Migrator
 
-CHECKS = {"engine_version", "hnsw_unbuilt", "index_building", "knn_all_rows", "hnsw_array_ids",
+CHECKS = {"engine_version", "hnsw_unbuilt", "index_building", "hnsw_compaction", "knn_all_rows", "hnsw_array_ids",
           "bm25_zero_scores", "filtered_knn_underfill"}
 
 
@@ -50,6 +50,9 @@ async def test_every_hazard_of_the_shipped_engine_is_found_and_handled(target_co
     assert set(by) == CHECKS, [c.model_dump() for c in report.checks]
     assert report.healthy and report.engine.startswith("surrealdb-")
     # the canaries of core 3.2.4: every one of these hazards is present and handled
+    compaction = by["hnsw_compaction"]
+    assert compaction.status == "handled", compaction.details  # the queue is scanned exactly; REBUILD makes a graph
+    assert compaction.details["recall_at_ef_k_queued"] == 1.0 > compaction.details["recall_at_ef_k_after_rebuild"]
     assert by["knn_all_rows"].status == "handled" and by["knn_all_rows"].details["returned"] == 30
     assert by["hnsw_array_ids"].status == "handled" and len(by["hnsw_array_ids"].details["returned"]) == 1
     assert by["filtered_knn_underfill"].status == "handled" and by["filtered_knn_underfill"].details["post_filter"] < 5
