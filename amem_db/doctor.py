@@ -202,8 +202,9 @@ async def run_doctor(conn: Any, target: Target) -> DoctorReport:
                           finding=f"{engine}" + ("" if engine == MEASURED_ON else f" (amem-db's workarounds were measured on {MEASURED_ON}: the canaries decide)"))]
     checks += await _guarded_list("indexes", lambda: check_indexes(conn))
     scratch = f"amem_doctor_{uuid.uuid4().hex[:12]}"
-    await conn.use(target.ns, scratch)
     try:
+        await conn.query(f"DEFINE DATABASE {scratch} COMMENT 'amem-db doctor canaries: removed when the run ends'")
+        await conn.use(target.ns, scratch)
         canaries: list[tuple[str, Check]] = [
             ("hnsw_compaction", lambda: check_hnsw_compaction(conn)),
             ("knn_all_rows", lambda: check_knn_all_rows(conn)),

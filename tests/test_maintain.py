@@ -160,6 +160,11 @@ async def test_rebuild_without_begin_and_unknown_indexes_are_refused(mdb):
     conn, _, _ = mdb
     with pytest.raises(InvalidInput, match="not marked as building"):
         await call(conn, "fn::amem::maintain::rebuild", "chunk_embedding")
+    before = await logged(conn, "chunk_embedding")
+    (now,) = await conn.query("RETURN time::now()")
+    with pytest.raises(InvalidInput, match="not being rebuilt"):
+        await call(conn, "fn::amem::maintain::finish", "chunk_embedding", now, 0, 0.0)
+    assert await logged(conn, "chunk_embedding") == before  # the log is cleared only by a build
     with pytest.raises(InvalidInput, match="index must be one of chunk_embedding"):
         await call(conn, "fn::amem::maintain::begin", "chunk; REMOVE TABLE chunk")
     with pytest.raises(InvalidInput, match="index must be one of"):
