@@ -28,11 +28,14 @@ from typing import Any, TypedDict, TypeVar
 import pydantic
 
 from .connection import WAL_REOPEN_BYTES, Target, close_quietly, open_connection, resolve_target, wal_bytes
+from .constants import MAINTAIN_MIN_ROWS, MAINTAIN_THRESHOLD
 from .db import call
 from .embedding.base import Embedder
 from .errors import AmemError, InvalidInput, ServerError, error_for, from_engine_error
 from .geometry import with_polygons
 from .ingest import IngestReport, Item, Progress, doc_object, ingest_items, ingest_paths, items_from_file
+from .maintain import maintain as maintain_indexes
+from .maintain import status as maintain_status
 from .migrator import Migrator, Plan
 from .models import (
     ChunkPage,
@@ -50,6 +53,7 @@ from .models import (
     FactsPrepared,
     FactWrite,
     ForgetResult,
+    IndexStatus,
     IngestResult,
     Inspection,
     KeywordDetail,
@@ -57,6 +61,7 @@ from .models import (
     KeywordSearch,
     KeywordSort,
     LinkCounts,
+    MaintainReport,
     QueryMode,
     QueryResponse,
     RecallInclude,
@@ -268,6 +273,17 @@ class Memory:
             raise TypeError(f"a reference is an id str or an entity {{'type', 'name'}}, not {type(ref).__name__}")
         row = await call(self.conn, "fn::amem::inspect", ref if isinstance(ref, str) else dict(ref), _clean({"lens": _lens(lens)}))
         return _model(Inspection, row) if row else None
+
+    async def maintain(self, *, auto: bool = True, threshold: float = MAINTAIN_THRESHOLD, min_rows: int = MAINTAIN_MIN_ROWS,
+                       indexes: Sequence[str] | None = None) -> MaintainReport:
+        """Rebuild the HNSW graphs the embedded engine never builds (amem_db/maintain.py):
+        with ``auto`` those whose unbuilt share passed ``threshold``, else every one with
+        unbuilt rows. Vector reads of a table being rebuilt answer exactly meanwhile."""
+        return await maintain_indexes(self.conn, auto=auto, threshold=threshold, min_rows=min_rows, indexes=indexes)
+
+    async def index_status(self, *, threshold: float = MAINTAIN_THRESHOLD, min_rows: int = MAINTAIN_MIN_ROWS) -> list[IndexStatus]:
+        """Each maintained HNSW index: rows, rows written since its last build, due or not."""
+        return await maintain_status(self.conn, threshold=threshold, min_rows=min_rows)
 
     async def close(self) -> None:
         """Close the connection (an embedded engine is released)."""

@@ -41,6 +41,20 @@ EMBEDDING_FIELDS: tuple[tuple[str, str], ...] = (
     ("passage_version", "embedding"),
 )
 
+# HNSW graph parameters (amem_db/settings.py defaults; surql/020_vector_indexes) and the
+# search EF of a pool-sized KNN as a multiple of the pool: on a built graph (amem-db
+# maintain, docs/ENGINE-ISSUES.md #19) EF = pool gave recall@256 ~0.95 on MiniLM vectors,
+# 2 x pool >= 0.98 (docs/BENCHMARKS.md "Vector leg on the graph")
+HNSW_M = 12
+HNSW_EFC = 150
+HNSW_EF_PER_POOL = 2
+
+# index maintenance (amem_db/maintain.py, surql/060_maintain): rebuild an HNSW index
+# once this share of its rows was written since its last build (the pending queue
+# every KNN scans exactly), and never for fewer rows than MAINTAIN_MIN_ROWS
+MAINTAIN_THRESHOLD = 0.2
+MAINTAIN_MIN_ROWS = 200
+
 # English stop words dropped from BM25 queries (fn::amem::query::terms) and
 # from the evaluation's query-type heuristic
 QUERY_STOPWORDS: tuple[str, ...] = tuple("""a about above after again against all am an and any are as at be because been

@@ -16,7 +16,8 @@ from typing import Any
 from .db import call_each
 from .errors import from_engine_text
 from .geometry import polygon_value
-from .models import Document, IngestResult
+from .maintain import maintain as maintain_indexes
+from .models import Document, IngestResult, MaintainReport
 from .parsing import ParsedDocument, ParseError, parse_file
 
 Progress = Callable[[str, dict[str, Any]], None]
@@ -42,6 +43,7 @@ class IngestReport:
     embed_seconds: float = 0.0
     engine_seconds: float = 0.0  # prepare + ingest round trips (overlaps embedding)
     seconds: float = 0.0
+    maintenance: MaintainReport | None = None  # the index rebuilds run after the ingest
 
     def count(self, status: str) -> int:
         return sum(1 for r in self.results if r.status == status)
@@ -256,9 +258,11 @@ async def ingest_paths(
     progress: Progress | None = None,
     after_batch: Callable[[], Awaitable[Any]] | None = None,
     location: str | dict[str, Any] | None = None,
+    maintain: bool = True,
 ) -> IngestReport:
     """Ingest files and folders; a file that cannot be parsed is reported, the rest go on.
-    ``location``: where the documents apply, unless a file gives its own."""
+    ``location``: where the documents apply, unless a file gives its own. ``maintain``:
+    afterwards, rebuild the HNSW indexes whose unbuilt share passed the threshold."""
     report = IngestReport()
     files = list(collect_files(paths))
     if progress:
@@ -280,4 +284,8 @@ async def ingest_paths(
             conn = await after_batch()
         if progress:
             progress("file", {"path": path, "documents": len(items)})
+    if maintain:
+        # once, at the end: rebuilding the HNSW graphs past the threshold after every batch
+        # would cost a multiple of the final build (docs/ENGINE-ISSUES.md #19, amem_db/maintain.py)
+        report.maintenance = await maintain_indexes(conn, auto=True, progress=progress)
     return report

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from .constants import HNSW_EF_PER_POOL, HNSW_EFC, HNSW_M
 from .errors import InvalidInput
 
 # snowball languages the engine's analyzer accepts
@@ -26,8 +27,8 @@ class SchemaSettings(BaseModel):
 
     # 384 = all-MiniLM-L6-v2 / multilingual-e5-small, the offline models we ship
     embedding_dim: int = Field(default=384, ge=2, le=16384)
-    hnsw_m: int = Field(default=12, ge=4, le=128)
-    hnsw_efc: int = Field(default=150, ge=16, le=2000)
+    hnsw_m: int = Field(default=HNSW_M, ge=4, le=128)
+    hnsw_efc: int = Field(default=HNSW_EFC, ge=16, le=2000)
     # KNN needs a literal `<|K,EF|>` (docs/ENGINE-ISSUES.md #2): the pool is rendered in.
     candidate_pool: int = Field(default=256, ge=10, le=4096)
     analyzer_language: str = "english"
@@ -44,8 +45,9 @@ class SchemaSettings(BaseModel):
 
     @property
     def hnsw_ef(self) -> int:
-        """Search-time EF: at least the pool, so a pool-sized KNN can fill."""
-        return max(self.candidate_pool, 64)
+        """Search-time EF: HNSW_EF_PER_POOL x the pool (recall@pool >= 0.98 on a built
+        graph, docs/BENCHMARKS.md "Vector leg on the graph"), and at least 64."""
+        return max(self.candidate_pool * HNSW_EF_PER_POOL, 64)
 
     def merged(self, overrides: dict[str, Any]) -> SchemaSettings:
         """These settings with ``overrides`` (None = keep); a value out of range

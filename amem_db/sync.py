@@ -179,6 +179,8 @@ class SyncMemory(_Facade):
     # forget and inspect
     forget = _twin(Memory.forget)
     inspect = _twin(Memory.inspect)
+    maintain = _twin(Memory.maintain)
+    index_status = _twin(Memory.index_status)
 
     def close(self) -> None:
         """Close the connection (an embedded engine is released)."""

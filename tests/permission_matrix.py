@@ -166,6 +166,11 @@ MATRIX: dict[str, dict] = {
                      "delete": NOBODY, "values": {"matrix_note": "'changed'"}, "seed": "{matrix_note: 'seed'}"},
     "amem_migration": {**_NOTHING, "values": {"checksum": "'changed'"}, "seed": "{checksum: 'seed'}"},
     "amem_lock": {**_NOTHING, "values": {"holder": "'changed'"}, "seed": "{holder: 'seed'}"},
+    # index maintenance (migrations/0014): operator bookkeeping; the write log is filled by
+    # events with owner rights, so a tenant's vector writes need no permission on it
+    "amem_index_write": {**_NOTHING, "values": {"index": "'changed'"}, "seed": "{index: 'seed'}"},
+    "amem_index_state": {**_NOTHING, "values": {"tb": "'changed'", "field": "'changed'"},
+                         "seed": "{tb: 'chunk', field: 'embedding'}"},
 }
 
 # new values for fields whose type alone does not give a good one

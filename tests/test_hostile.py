@@ -142,6 +142,13 @@ FUNCTIONS = {  # name -> strategy of the argument tuple
         "nearest": st.one_of(hostile, st.fixed_dictionaries({"lat": hostile, "lng": hostile, "k": hostile}))}))),
     "fn::amem::entities::list": st.tuples(page_opts),
     "fn::amem::recall": st.tuples(st.one_of(st.text(max_size=200), hostile), vector, recall_opts),
+    # index maintenance (surql/060_maintain): operator-only writes, refused for anybody else
+    "fn::amem::maintain::status": st.tuples(st.one_of(st.floats(), hostile), st.one_of(small_int, hostile)),
+    "fn::amem::maintain::known": st.tuples(hostile),
+    "fn::amem::maintain::begin": st.tuples(hostile),
+    "fn::amem::maintain::rebuild": st.tuples(hostile),
+    "fn::amem::maintain::finish": st.tuples(hostile, instant, st.one_of(small_int, hostile), st.one_of(st.floats(), hostile)),
+    "fn::amem::maintain::reset": st.tuples(hostile),
     "fn::amem::inspect": st.tuples(st.one_of(hostile, entity_ref), st.one_of(st.none(), hostile)),
     "fn::amem::forget": st.tuples(forget_request),
     "fn::amem::facts::declare_key": st.tuples(st.one_of(hostile, st.text(max_size=20)), st.one_of(st.none(), hostile, st.fixed_dictionaries(

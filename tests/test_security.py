@@ -724,3 +724,21 @@ async def test_trace_feedback_stays_inside_its_caller(world):
     await w.A.query("CREATE trace_feedback CONTENT {trace: 't', hit: type::record($h), verdict: 'wrong', query: 'q', query_norm: 'q', "
                     "caller: $c}", {"h": plain(b_after["results"][0]["chunk"]["id"]), "c": b_caller})
     assert await checksum(w.root, ["trace_feedback"]) == before
+async def test_tenant_vector_writes_are_logged_and_maintenance_is_operator_only(world):
+    """Index maintenance (migrations/0014, surql/060_maintain): a tenant's vector writes
+    are logged by the event (owner rights), the log and the index state stay hidden, and
+    status / begin / reset refuse a record user (they show table sizes across scopes)."""
+    w = world
+    (chunks, logged) = await w.root.query(
+        "RETURN (SELECT count() FROM chunk GROUP ALL)[0].count;"
+        "RETURN (SELECT count() FROM amem_index_write WHERE index = 'chunk_embedding' GROUP ALL)[0].count;")
+    assert chunks > 0 and logged >= chunks  # every tenant chunk was logged in its own transaction
+    for table in ("amem_index_write", "amem_index_state"):
+        (seen,) = await w.A.query(f"SELECT * FROM {table}")
+        assert seen == []
+    for fn, args in (("fn::amem::maintain::status", (0.2, 0)), ("fn::amem::maintain::begin", ("chunk_embedding",)),
+                     ("fn::amem::maintain::reset", ("chunk_embedding",))):
+        with pytest.raises(PermissionDenied, match="operator"):
+            await call(w.A, fn, *args)
+    (building,) = await w.root.query("RETURN $amem_index_building")
+    assert building == []

@@ -13,6 +13,7 @@ one place (importing a command module registers nothing):
 | ``memory`` | ``remember``, ``entities list/get/history``, ``forget``, ``inspect`` |
 | ``access`` | ``grant``, ``keys list/revoke`` |
 | ``traces`` | ``traces list/show/stats/explain/feedback/retention/replay`` |
+| ``maintain`` | ``maintain`` (HNSW rebuilds), ``doctor`` (engine canaries) |
 | ``harness`` | ``eval``, ``bench`` (the ``eval`` / ``bench`` extras) |
 | ``serve`` | ``serve --dev`` |
 
@@ -31,7 +32,7 @@ from typing import NoReturn
 import typer
 
 from ..errors import AmemError
-from . import access, documents, harness, keywords, memory, migrate, query, serve, traces
+from . import access, documents, harness, keywords, maintain, memory, migrate, query, serve, traces
 from .app import CONNECTION, EXIT_ERROR, EXIT_INTERRUPTED, HELP, MEMORY, command, fail, root_callback
 
 __all__ = ["app", "build_app", "main", "run"]
@@ -52,6 +53,8 @@ def build_app() -> typer.Typer:
     root.command("forget")(command(MEMORY)(memory.forget))
     root.command("inspect")(command(MEMORY)(memory.inspect))
     root.command("grant")(command(CONNECTION)(access.grant))
+    root.command("maintain")(command(CONNECTION)(maintain.maintain))
+    root.command("doctor")(command(CONNECTION)(maintain.doctor))
     root.command("eval")(command(("url", "embedder"))(harness.eval_command))
     root.command("bench")(command(("embedder",))(harness.bench_command))
     root.command("serve")(command(("url",))(serve.serve))

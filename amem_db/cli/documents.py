@@ -55,6 +55,8 @@ async def ingest(
             elif kind == "document":
                 bar.advance(docs)
                 bar.update(docs, info=f"{info['chunks']} chunks")
+            elif kind == "rebuild":  # amem_db/maintain.py, after the last batch
+                bar.update(files, info=f"rebuilding {info['index']} ({info['unbuilt']} rows unbuilt)")
             elif kind == "embedded":
                 rate = info["total"] / info["seconds"] if info["seconds"] else 0
                 bar.update(files, info=f"embedding {rate:.1f} texts/s")

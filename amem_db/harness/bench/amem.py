@@ -82,6 +82,12 @@ async def worker_amem(n: int, data_dir: Path, db_root: Path, backend: str, queri
                             "chunk_seconds": round(chunk_seconds, 2), "chunks_per_s": n / chunk_seconds,
                             "progress": marks, "embedding_seconds": 0.0,
                             "note": "bulk INSERT of precomputed vectors: no embedding time"}
+        # fold the loaded vectors into the HNSW graphs, as an ingest of files does at its end
+        # (the embedded engine never does it by itself: docs/ENGINE-ISSUES.md #19)
+        from amem_db.maintain import maintain as maintain_indexes
+
+        built = await maintain_indexes(conn, auto=False)
+        result["ingest"]["rebuild"] = {s.index: s.seconds for s in built.rebuilt}
         result["size_bytes_loaded"] = dir_size(db_path)
 
         def chunk_index(cid: Any) -> int | None:
