@@ -26,6 +26,7 @@ from typing import Any, TypedDict, TypeVar
 
 import pydantic
 
+from .answers import Answers
 from .connection import WAL_REOPEN_BYTES, Target, close_quietly, open_connection, resolve_target, wal_bytes
 from .db import call
 from .embedding.base import Embedder
@@ -99,6 +100,7 @@ class Memory:
         self.documents = Documents(self)
         self.facts = Facts(self)
         self.entities = Entities(self)
+        self.answers = Answers(self)  # recall's tier 2 (amem_db/answers.py)
 
     @classmethod
     async def open(
@@ -199,6 +201,11 @@ class Memory:
         strict_window: bool | None = None,
         window_weight: float | None = None,
         now: datetime | str | None = None,
+        reuse: bool | None = None,
+        reuse_max_age: float | None = None,
+        confidence_floor: float | None = None,
+        hyde_embedding: Sequence[float] | None = None,
+        ladder: bool | None = None,
     ) -> RecallResponse:
         """Facts and passages ranked together for ``query`` (MEMORY.md section 2):
         embeds it (unless mode is bm25 or graph), then ONE round trip to
@@ -212,7 +219,14 @@ class Memory:
         Time words in the query ("in May 2023", "last week") become ``query_window``
         (echoed as ``response.query_window``), relative to ``now`` (default ``as_of``, else the clock),
         a boost of ``window_weight`` for rows observed in it; ``strict_window`` keeps
-        only those, ``query_window=False`` turns it off."""
+        only those, ``query_window=False`` turns it off.
+
+        The tier ladder (``response.tier``, ``response.tiers``): ``reuse=True`` returns a
+        stored answer (``mem.answers.remember``) that still holds, younger than
+        ``reuse_max_age`` seconds (3600), as ``tier == "cache"``; a thin or unsure
+        tier 3 (best score under ``confidence_floor``, 0.40) escalates to tier 4
+        (``escalated``: doubled pool, one more graph hop, ``hyde_embedding`` when given);
+        ``ladder=False`` runs tier 3 alone."""
         if not isinstance(query, str):
             raise TypeError(f"a query is a str, not {type(query).__name__}")
         clock = time_options(as_of=as_of, at_instant=at_instant, valid_at=valid_at, valid_during=valid_during,
@@ -224,6 +238,8 @@ class Memory:
             **clock,
             "location": location,
             "queryWindow": query_window, "strictWindow": strict_window, "windowWeight": window_weight, "now": now,
+            "reuse": reuse, "reuseMaxAge": reuse_max_age, "confidenceFloor": confidence_floor,
+            "hydeEmbedding": list(hyde_embedding) if hyde_embedding is not None else None, "ladder": ladder,
         })
         embedding = None if mode in ("bm25", "graph") else await self.embed_query(query)
         if embedding is not None:

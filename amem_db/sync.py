@@ -24,6 +24,7 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from .answers import Answers
 from .client import Documents, Entities, Facts, Keywords, Memory
 from .embedding.base import Embedder
 
@@ -126,6 +127,12 @@ class SyncEntities(_Facade):
     history = _twin(Entities.history)
 
 
+class SyncAnswers(_Facade):
+    """``mem.answers`` of a SyncMemory."""
+
+    remember = _twin(Answers.remember)
+
+
 class SyncMemory(_Facade):
     """The blocking client: ``SyncMemory.open(...)`` takes Memory.open's arguments."""
 
@@ -136,6 +143,7 @@ class SyncMemory(_Facade):
         self.documents = SyncDocuments(mem.documents, runner)
         self.facts = SyncFacts(mem.facts, runner)
         self.entities = SyncEntities(mem.entities, runner)
+        self.answers = SyncAnswers(mem.answers, runner)
 
     @classmethod
     def open(
