@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import json
 import math
 
 import pytest
@@ -283,3 +284,28 @@ async def test_only_callers_with_the_same_read_grants_see_an_answer(world):
         await call(B, "fn::amem::answers::remember", q, e, "x", [fact], {})
     with pytest.raises(PermissionDenied, match="outside the write region"):
         await call(A, "fn::amem::answers::remember", q, e, "x", [fact], {"scopes": ["org/b"]})
+
+
+def test_cli_recall_reuse_prints_the_reused_answer(tmp_path):
+    from typer.testing import CliRunner
+
+    from amem_db import SyncMemory
+    from amem_db.cli import app
+
+    url = f"surrealkv://{tmp_path / 'db'}"
+
+    def run(*a: str):
+        return CliRunner().invoke(app, ["--url", url, "--embedder", "hash:384", *a], prog_name="amem-db")
+
+    assert run("migrate").exit_code == 0
+    assert run("remember", "--fact", "person:Cli Person role=ferryman").exit_code == 0
+    q = "What is Cli Person's role?"
+    fact = json.loads(run("recall", q, "--json").stdout)["hits"][0]["id"]
+    with SyncMemory.open(url=url, embedder="hash:384") as m:
+        m.answers.remember(q, "a ferryman", [fact])
+    reused = run("recall", q, "--reuse")
+    assert reused.exit_code == 0, reused.output
+    assert "reused answer answer:" in reused.stdout and "a ferryman" in reused.stdout and "tier cache: tier 2: hit" in reused.stdout
+    plain = run("recall", q)
+    assert "reused answer" not in plain.stdout and ("tier 3:" in plain.stdout or "tier 4:" in plain.stdout)
+    assert "confidenceFloor must be in [0, 1]" in run("recall", q, "--confidence-floor", "2").stderr
