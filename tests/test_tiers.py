@@ -129,6 +129,22 @@ async def test_the_floor_decides_escalation(mem, db):
     assert (await mem.recall(q, k=5, confidence_floor=1.0, ladder=False)).escalated is False
 
 
+async def test_confidence_counts_only_the_legs_that_found_something(mem):
+    # no entity named: the graph leg ran (weight 1 of 0.4 + 0.6 + 1) and found nothing, so
+    # every fused score is at most 0.5; confidence rescales by the legs with rows (x 2)
+    r = await mem.recall("How many containers of grain did the harbour crane move?", k=5, confidence_floor=0.0)
+    esc = r.tiers["escalation"]
+    assert r.trace["legs"]["graph"]["returned"] == 0 and esc["bestScore"] <= 0.5 + 1e-9
+    assert esc["confidence"] == pytest.approx(min(1.0, esc["bestScore"] * 2.0))
+    # a query that names an entity with facts: the graph leg finds rows, no rescaling
+    who = person("Scale")
+    await mem.facts.write({"triples": [{"entity": {"type": "person", "name": who}, "key": "boat", "value": "a red dinghy"}]})
+    r = await mem.recall(f"{who} boat dinghy", k=5, confidence_floor=0.0)
+    esc = r.tiers["escalation"]
+    assert r.trace["legs"]["graph"]["returned"] > 0
+    assert esc["confidence"] == pytest.approx(esc["bestScore"])
+
+
 async def test_merge_keeps_the_higher_score_per_id(db):
     a, b, c = "attribute:a", "attribute:b", "attribute:c"
     merged = await db.query("RETURN fn::amem::tiers::merge([{id: attribute:a, score: 0.9}, {id: attribute:b, score: 0.2}], "
