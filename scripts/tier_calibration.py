@@ -25,8 +25,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-FLOORS = (0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6)
+FLOORS = (0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.9)
 K = 10
+FLOOR = [0.4]  # --floor
 CHECK_OFF = 10  # queries re-run with ladder=False to check "tier 3 == ladder off"
 
 
@@ -41,7 +42,7 @@ async def run_queries(mem: Any, items: list[tuple[str, str, dict[str, Any]]], to
     out: dict[str, Any] = {}
     for n, (qid, text, kw) in enumerate(items):
         t0 = time.perf_counter()
-        r = await mem.recall(text, k=K, **kw)
+        r = await mem.recall(text, k=K, confidence_floor=FLOOR[0], **kw)
         ms = (time.perf_counter() - t0) * 1000
         esc = r.tiers["escalation"]
         final = to_ids([h.model_dump(by_alias=True, mode="json") for h in r.hits])
@@ -144,12 +145,15 @@ async def main(argv: list[str] | None = None) -> int:
     ap.add_argument("datasets", nargs="+", type=Path)
     ap.add_argument("--limit-queries", type=int, default=None, help="the first N judged queries of each collection")
     ap.add_argument("--out", type=Path, default=Path("results/tiers.json"))
+    ap.add_argument("--floor", type=float, default=0.4, help="recall's confidenceFloor (default 0.40)")
     args = ap.parse_args(argv)
+    FLOOR[0] = args.floor
     report = {}
     for p in args.datasets:
         t0 = time.perf_counter()
         r = await (conversations(p, args.limit_queries) if is_conversation_collection(p) else documents(p, args.limit_queries))
         r["seconds"] = round(time.perf_counter() - t0, 1)
+        r["floor"] = args.floor
         report[r["dataset"]] = r
         print(json.dumps({k: v for k, v in r.items() if k not in ("ingest",)}, default=str), flush=True)
         args.out.parent.mkdir(parents=True, exist_ok=True)
