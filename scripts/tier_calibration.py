@@ -28,6 +28,7 @@ from typing import Any
 FLOORS = (0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.9)
 K = 10
 FLOOR = [0.4]  # --floor
+PRF = [False]  # --prf
 CHECK_OFF = 10  # queries re-run with ladder=False to check "tier 3 == ladder off"
 
 
@@ -42,6 +43,10 @@ async def run_queries(mem: Any, items: list[tuple[str, str, dict[str, Any]]], to
     out: dict[str, Any] = {}
     for n, (qid, text, kw) in enumerate(items):
         t0 = time.perf_counter()
+        if PRF[0]:  # a stand-in for HyDE (no model here): the embedding of tier 3's best passage
+            first = await mem.recall(text, k=K, ladder=False, **kw)
+            if first.hits:
+                kw = {**kw, "hyde_embedding": await mem.embed_query(first.hits[0].text)}
         r = await mem.recall(text, k=K, confidence_floor=FLOOR[0], **kw)
         ms = (time.perf_counter() - t0) * 1000
         esc = r.tiers["escalation"]
@@ -145,15 +150,18 @@ async def main(argv: list[str] | None = None) -> int:
     ap.add_argument("datasets", nargs="+", type=Path)
     ap.add_argument("--limit-queries", type=int, default=None, help="the first N judged queries of each collection")
     ap.add_argument("--out", type=Path, default=Path("results/tiers.json"))
+    ap.add_argument("--prf", action="store_true", help="pass the embedding of tier 3's best passage as hydeEmbedding "
+                    "(pseudo-relevance feedback standing in for a HyDE model)")
     ap.add_argument("--floor", type=float, default=0.4, help="recall's confidenceFloor (default 0.40)")
     args = ap.parse_args(argv)
     FLOOR[0] = args.floor
+    PRF[0] = args.prf
     report = {}
     for p in args.datasets:
         t0 = time.perf_counter()
         r = await (conversations(p, args.limit_queries) if is_conversation_collection(p) else documents(p, args.limit_queries))
         r["seconds"] = round(time.perf_counter() - t0, 1)
-        r["floor"] = args.floor
+        r["floor"], r["prf"] = args.floor, args.prf
         report[r["dataset"]] = r
         print(json.dumps({k: v for k, v in r.items() if k not in ("ingest",)}, default=str), flush=True)
         args.out.parent.mkdir(parents=True, exist_ok=True)
