@@ -18,6 +18,7 @@ surface without ``await``.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -31,6 +32,7 @@ from .connection import WAL_REOPEN_BYTES, Target, close_quietly, open_connection
 from .db import call
 from .embedding.base import Embedder
 from .errors import AmemError, InvalidInput, ServerError, error_for, from_engine_error
+from .geometry import with_polygons
 from .ingest import IngestReport, Item, Progress, doc_object, ingest_items, ingest_paths, items_from_file
 from .migrator import Migrator, Plan
 from .models import (
@@ -40,6 +42,7 @@ from .models import (
     DocumentKeywords,
     DocumentPage,
     DocumentStatus,
+    DocumentVersion,
     EntityDetail,
     EntityPage,
     FactDiff,
@@ -435,11 +438,16 @@ class Documents:
         decompose_query: bool | None = None,
         use_reranker: bool | None = None,
         location: Mapping[str, Any] | None = None,
+        as_of: When = None,
+        at_instant: When = None,
     ) -> QueryResponse:
         """Ranked passages for ``query``: embeds it (unless mode is bm25), then ONE
         round trip to ``fn::amem::documents::query``. Options and defaults as the
         spec; ``use_hyde`` / ``decompose_query`` / ``use_reranker`` fall back
-        without error (no LLM attached), reported in ``warnings`` and the trace."""
+        without error (no LLM attached), reported in ``warnings`` and the trace.
+        ``as_of`` / ``at_instant`` (versioned storage only): the passages stored by
+        then and not replaced by then, with the replaced versions a database migrated
+        with ``document_history=True`` keeps (those hits carry ``chunk.replaced_at``)."""
         if not isinstance(query, str):
             raise TypeError(f"a query is a str, not {type(query).__name__}")
         opts = _clean({
@@ -447,12 +455,18 @@ class Documents:
             "filter": _filter(filter), "lens": _lens(lens), "expandContext": expand_context, "graphAlpha": graph_alpha,
             "graphDepth": graph_depth, "graphEdges": _strs("graph_edges", graph_edges), "expandGraph": expand_graph,
             "useHyde": use_hyde, "decomposeQuery": decompose_query, "useReranker": use_reranker,
-            "location": location,
+            "location": location, **time_options(as_of=as_of, at_instant=at_instant),
         })
         embedding = None if mode == "bm25" else await self.mem.embed_query(query)
         if embedding is not None:
             opts["embeddingModel"] = self.mem.embedder.name
         return _model(QueryResponse, await call(self.mem.conn, "fn::amem::documents::query", query, embedding, opts))
+
+    async def versions(self, id: str) -> builtins.list[DocumentVersion]:
+        """A document's versions, the current one first, then each replaced version
+        kept by document history (newest first)."""
+        rows = await call(self.mem.conn, "fn::amem::versions::of", _id(id))
+        return [_model(DocumentVersion, r) for r in rows]
 
     async def recompute_links(self) -> LinkCounts:
         """Rebuild the links between documents from the links stored with each."""
@@ -511,7 +525,7 @@ class Facts:
     async def write(self, request: Mapping[str, Any], *, embed: bool = True) -> FactWrite:
         """Store a memory write in one transaction: prepare, embed the prepared
         texts with ``mem.embedder`` (unless ``embed=False``), then ``facts::write``."""
-        body = _request(request)
+        body = with_polygons(_request(request))
         vectors: dict[str, Any] | None = None
         if embed:
             p = await call(self.mem.conn, "fn::amem::facts::prepare", body)

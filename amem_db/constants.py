@@ -38,6 +38,7 @@ EMBEDDING_FIELDS: tuple[tuple[str, str], ...] = (
     ("entity", "embedding"),
     ("attribute", "embedding"),
     ("memory_chunk", "embedding"),
+    ("passage_version", "embedding"),
 )
 
 # English stop words dropped from BM25 queries (fn::amem::query::terms) and

@@ -15,6 +15,7 @@ from typing import Any
 
 from .db import call_each
 from .errors import from_engine_text
+from .geometry import polygon_value
 from .models import Document, IngestResult
 from .parsing import ParsedDocument, ParseError, parse_file
 
@@ -93,7 +94,7 @@ def doc_object(
         ],
         "links": [{"href": link.href, "text": link.text} for link in parsed.links],
         "scopes": list(scopes or []),
-    } | ({"location": where} if (where := parsed.location if parsed.location is not None else location) is not None else {})
+    } | ({"location": polygon_value(where)} if (where := parsed.location if parsed.location is not None else location) is not None else {})
 
 
 def items_from_file(

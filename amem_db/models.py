@@ -77,7 +77,7 @@ RecallMode = Literal["hybrid", "vector", "bm25", "graph"]
 #: what a recall response keeps (retrieval and reinforcement see both)
 RecallInclude = Literal["facts", "passages"]
 #: the record a recall hit is
-RecallSource = Literal["entity", "attribute", "relation", "memory_chunk", "chunk", "audio_chunk", "section"]
+RecallSource = Literal["entity", "attribute", "relation", "memory_chunk", "chunk", "audio_chunk", "section", "passage_version"]
 #: orderings of fn::amem::keywords::list
 KeywordSort = Literal["-document_count", "document_count", "text", "-text"]
 DocumentStatus = Literal["processing", "ready", "failed"]
@@ -224,6 +224,22 @@ class Chunk(_Camel):
     char_end: int
     start_s: float | None = None
     end_s: float | None = None
+    # a kept passage of a replaced document version (an asOf / atInstant read with
+    # document history): when it was stored and when its document was replaced
+    recorded_at: datetime | None = None
+    replaced_at: datetime | None = None
+
+
+class DocumentVersion(_Camel):
+    """One version of a document (``documents.versions``): the current one, or a
+    replaced one kept by document history (``replaced_at`` set)."""
+
+    content_hash: str
+    title: str | None = None
+    recorded_at: datetime | None = None
+    replaced_at: datetime | None = None
+    passages: int = 0
+    current: bool = False
 
 
 class ChunkPage(_Camel):

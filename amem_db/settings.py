@@ -31,6 +31,9 @@ class SchemaSettings(BaseModel):
     # KNN needs a literal `<|K,EF|>` (docs/ENGINE-ISSUES.md #2): the pool is rendered in.
     candidate_pool: int = Field(default=256, ge=10, le=4096)
     analyzer_language: str = "english"
+    # keep the passages of replaced document versions for asOf / atInstant reads
+    # (migrations/0011, surql/260_versions): opt-in, it costs storage and replace time
+    document_history: bool = False
 
     @field_validator("analyzer_language")
     @classmethod

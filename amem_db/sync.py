@@ -107,6 +107,7 @@ class SyncDocuments(_Facade):
     delete = _twin(Documents.delete)
     reprocess = _twin(Documents.reprocess)
     query = _twin(Documents.query)
+    versions = _twin(Documents.versions)
     recompute_links = _twin(Documents.recompute_links)
 
 

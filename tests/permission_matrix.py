@@ -89,6 +89,11 @@ MATRIX: dict[str, dict] = {
                                  "mime_type: 'text/plain', scopes: $S}"},
     "audio_chunk": {**_SCOPED, "seed": "{document: document:document_spare, text: 'seed text', char_start: 0, char_end: 4, "
                                        "position: 0, start_s: 0.0, end_s: 1.0, mime_type: 'audio/wav', scopes: $S}"},
+    # --- passage history (migrations/0011): ingest copies a replaced version's passages
+    # with the caller's rights, so a writer of the region writes them like chunks
+    "passage_version": {**_SCOPED, "seed": "{document: document:document_spare, kind: 'chunk', text: 'seed text', char_start: 0, "
+                                           "char_end: 4, position: 0, mime_type: 'text/plain', content_hash: 'h0', "
+                                           "recorded_at: d'2024-01-01T00:00:00Z', replaced_at: d'2024-02-01T00:00:00Z', scopes: $S}"},
     "keyword": {**_NODE, "seed": "{text: 'Seed Phrase', normalised: rand::string(16), scopes: $S}",
                 "delete": NOBODY, "delete_unscoped": LIVE_WRITERS},  # orphans only (ingest drops them)
     "entity": {**_NODE, "seed": "{name: 'Seed Node', name_norm: 'seed node', type: 'person', scopes: $S}",

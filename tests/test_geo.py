@@ -210,7 +210,7 @@ async def test_non_finite_numbers_are_refused(db):
     ({"lat": 95, "lng": 0}, "location.lat"), ({"lat": 0, "lng": -181}, "location.lng"), ("51.5;0", "location"),
     ("north,0", "location"), ({"lat": 1}, "location must be an object {lat, lng}"),
     ("POLYGON((0 0, 3 0, 0 3, 3 3, 0 0))", "intersects itself"),
-    ("POLYGON((0 0, 3 0, 3 3, 0 0))", "a polygon location can be stored only as a geometry value"),
+    ("POLYGON((0 0, 3 0, 3 3))", "at least 4"),
 ])
 async def test_bad_location_on_writes_stores_nothing(mem, db, loc, field):
     before = await counts(db)
@@ -222,6 +222,23 @@ async def test_bad_location_on_writes_stores_nothing(mem, db, loc, field):
     with pytest.raises(InvalidInput, match=field):
         await mem.documents.ingest_text("a bad pier", source="geo:bad", location=loc)
     assert await counts(db) == before
+
+
+async def test_polygon_locations_from_python_are_stored_as_geometry_and_raw_wkt_is_refused(mem, db):
+    """3.2.4 builds no polygon from data: the client sends a WKT / GeoJSON polygon as the SDK's
+    geometry value (amem_db/geometry.py); raw SurrealQL with the WKT string gets the typed refusal."""
+    wkt = "POLYGON((10 59, 11 59, 11 60, 10 60, 10 59))"
+    await mem.documents.ingest_text("Fjord pier bylaws.", source="geo:poly-doc", location=wkt)
+    await mem.facts.write({"triples": [{"entity": {"type": "place", "name": "Fjord Pier"}, "key": "kind", "value": "pier",
+                                        "location": {"type": "Polygon", "coordinates": [[[10, 59], [11, 59], [11, 60], [10, 59]]]}}]})
+    (rows,) = await db.query("SELECT VALUE geometry.type FROM chunk WHERE document.source = 'geo:poly-doc'")
+    assert rows == ["Polygon"]
+    (rows,) = await db.query("SELECT VALUE geometry.type FROM attribute WHERE value = 'pier' AND entity.name = 'Fjord Pier'")
+    assert rows == ["Polygon"]
+    r = await mem.documents.query("fjord pier bylaws", mode="bm25", location={"near": {"lat": 59.5, "lng": 10.5, "radiusKm": 1}})
+    assert [h.chunk.text for h in r.results] == ["Fjord pier bylaws."]
+    with pytest.raises(InvalidInput, match="a polygon location can be stored only as a geometry value"):
+        await call(db, "fn::amem::geo::stored", wkt, "location")
 
 
 # --- the write path -----------------------------------------------------------------------

@@ -63,7 +63,8 @@ vector = st.one_of(st.none(), hostile,
                    st.lists(st.floats(allow_nan=True, allow_infinity=True, width=32), min_size=DIM, max_size=DIM),
                    st.just([0.0] * DIM), st.just([1.0] * (DIM + 1)))
 QUERY_KEYS = ["mode", "k", "threshold", "vectorWeight", "rrfK", "filter", "lens", "expandContext", "useHyde",
-              "decomposeQuery", "useReranker", "caller", "embeddingModel", "graphAlpha", "graphDepth", "expandGraph", "graphEdges"]
+              "decomposeQuery", "useReranker", "caller", "embeddingModel", "graphAlpha", "graphDepth", "expandGraph", "graphEdges",
+              "asOf", "atInstant", "validAt"]
 query_opts = st.one_of(hostile, st.dictionaries(st.sampled_from(QUERY_KEYS), st.one_of(
     hostile, lens, st.sampled_from(["hybrid", "vector", "bm25", "hybrid_graph"]),
     st.fixed_dictionaries({}, optional={"mimeType": hostile, "documentIds": st.one_of(hostile, st.lists(st.sampled_from(INJECTIONS), max_size=5)), "x": hostile})),
@@ -110,6 +111,7 @@ FUNCTIONS = {  # name -> strategy of the argument tuple
     "fn::amem::documents::delete": st.tuples(hostile),
     "fn::amem::documents::source_of": st.tuples(hostile),
     "fn::amem::documents::query": st.tuples(st.one_of(st.text(max_size=200), hostile), vector, query_opts),
+    "fn::amem::versions::of": st.tuples(hostile),
     "fn::amem::keywords::normalise": st.tuples(hostile),
     "fn::amem::keywords::for_document": st.tuples(hostile, lens),
     "fn::amem::keywords::list": st.tuples(page_opts),

@@ -103,6 +103,7 @@ async def test_raw_surrealql_example_runs_as_printed():
         assert by_fn["fn::amem::facts::write"]["triples"][0]["outcome"] == "added"
         recall = by_fn["fn::amem::recall"]
         assert recall["hits"][0]["text"] == "Alice Smith: role = CTO" and recall["classificationKind"] == "direct_lookup"
+        assert [a["value"] for a in by_fn["fn::amem::facts::diff"]["added"]] == ["CTO"]
 
 
 @pytest.mark.parametrize("section", ["Two commands"])

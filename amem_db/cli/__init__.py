@@ -7,7 +7,7 @@ one place (importing a command module registers nothing):
 | --- | --- |
 | ``app`` | shared: consoles, connection options, the ``command`` decorator, JSON, lens parsing, exit codes |
 | ``migrate`` | ``migrate``, ``status``, ``verify`` |
-| ``documents`` | ``ingest``, ``documents list/get/chunks/delete/reprocess/recompute-links`` |
+| ``documents`` | ``ingest``, ``documents list/get/chunks/versions/delete/reprocess/recompute-links`` |
 | ``keywords`` | ``keywords for-document/list/get/search`` |
 | ``query`` | ``query``, ``recall`` (the read paths) |
 | ``memory`` | ``remember``, ``entities list/get/history``, ``forget``, ``inspect`` |
@@ -59,6 +59,7 @@ def build_app() -> typer.Typer:
     docs.command("list")(command(MEMORY)(documents.list_documents))
     docs.command("get")(command(MEMORY)(documents.get_document))
     docs.command("chunks")(command(MEMORY)(documents.chunks))
+    docs.command("versions")(command(MEMORY)(documents.versions))
     docs.command("delete")(command(MEMORY)(documents.delete))
     docs.command("reprocess")(command(MEMORY)(documents.reprocess))
     docs.command("recompute-links")(command(MEMORY)(documents.recompute_links))

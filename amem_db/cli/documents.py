@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -126,6 +127,21 @@ async def chunks(session: Session, id: str = typer.Argument(..., help="document 
     for c in page["chunks"]:
         where = f"{c['startS']:.1f}-{c['endS']:.1f}s" if c.get("startS") is not None else f"{c['charStart']}-{c['charEnd']}"
         out.print(f"[bold]#{c['position']}[/] {c.get('section') or ''} [{where}]\n{c['text']}\n")
+
+
+async def versions(session: Session, id: str = typer.Argument(..., help="document id"), json_output: bool = json_option()) -> None:
+    """A document's versions: the current one, then the replaced ones kept by document
+    history (amem-db migrate --document-history), newest first.
+
+    Example: amem-db documents versions document:01HX...
+    """
+    mem = await session.memory()
+    rows = as_json(await mem.documents.versions(id))
+    if json_output:
+        return print_json(rows)
+    for v in rows:
+        until = "current" if v["current"] else f"replaced {str(v['replacedAt'])[:19]}"
+        out.print(f"{str(v['recordedAt'])[:19]}  {until:28} {v['passages']:>4} passages  {escape(v.get('title') or '')}  {v['contentHash'][:12]}")
 
 
 async def delete(session: Session, id: str = typer.Argument(..., help="document id")) -> None:

@@ -19,6 +19,10 @@ async def migrate(
     hnsw_efc: int | None = typer.Option(None, help="HNSW EFC (default 150)"),
     candidate_pool: int | None = typer.Option(None, help="candidates per retrieval leg (default 256)"),
     analyzer_language: str | None = typer.Option(None, help="snowball stemmer language of knowledge_text (default english)"),
+    document_history: bool | None = typer.Option(
+        None, "--document-history/--no-document-history",
+        help="keep the passages of replaced document versions, so documents.query and recall answer --as-of / "
+             "--at-instant over them (default off; recorded, later runs keep it)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="show the plan and check it inside a cancelled transaction; change nothing"),
     sql: bool = typer.Option(False, "--sql", help="print exactly the SurrealQL that would run, change nothing"),
     force_unlock: bool = typer.Option(False, "--force-unlock", help="remove a stale migrate lock left by a crashed run, then migrate"),
@@ -28,7 +32,8 @@ async def migrate(
     Example: amem-db migrate --embedding-dim 384
     """
     overrides = dict(embedding_dim=embedding_dim, hnsw_m=hnsw_m, hnsw_efc=hnsw_efc,
-                     candidate_pool=candidate_pool, analyzer_language=analyzer_language)
+                     candidate_pool=candidate_pool, analyzer_language=analyzer_language,
+                     document_history=document_history)
     m = Migrator(await session.connection())
     if sql:
         plan = await m.plan(overrides)

@@ -95,11 +95,16 @@ async def query(
     near: str | None = near_option(),
     within: str | None = within_option(),
     nearest: str | None = nearest_option(),
+    as_of: str | None = as_of_option(),
+    at_instant: str | None = at_instant_option(),
     json_output: bool = json_option("the full response (results, contextHits, trace) as JSON"),
 ) -> None:
     """Search passages: hybrid (BM25 + vector, RRF) by default, one database round trip.
 
     Example: amem-db query "return window for unopened items" --k 5
+
+    --as-of searches the passages stored by then (with the replaced versions a database
+    migrated with --document-history keeps); a replaced version is marked "(replaced)".
     """
     flt: dict[str, Any] = {}
     if mime_type:
@@ -111,7 +116,8 @@ async def query(
         text, mode=mode, k=k, threshold=threshold, vector_weight=vector_weight, rrf_k=rrf_k,
         filter=flt or None, lens=parse_lens(lens), expand_context=False if no_context else None,
         graph_edges=graph_edges.split(",") if graph_edges else None, graph_alpha=graph_alpha,
-        graph_depth=graph_depth, expand_graph=expand_graph or None, location=parse_location(near, within, nearest)))
+        graph_depth=graph_depth, expand_graph=expand_graph or None, location=parse_location(near, within, nearest),
+        as_of=as_of, at_instant=at_instant))
     if json_output:
         return print_json(response)
     table = Table("#", "score", "document", "section", "passage", show_lines=True)
@@ -120,8 +126,10 @@ async def query(
         where = c.get("section") or ""
         if c.get("startS") is not None:
             where = f"{c['startS']:.0f}s-{c['endS']:.0f}s"
-        table.add_row(str(rank), f"{hit['score']:.3f}", escape(d.get("title") or d.get("source") or d["id"]), escape(where),
-                      snippet(c["text"], text))
+        name = escape(d.get("title") or d.get("source") or d["id"])
+        if c.get("replacedAt") is not None:
+            name += f"\n(replaced {str(c['replacedAt'])[:19]})"
+        table.add_row(str(rank), f"{hit['score']:.3f}", name, escape(where), snippet(c["text"], text))
     out.print(table)
     context = response.get("contextHits") or []
     extra = f", {len(context)} context passages" if context else ""
