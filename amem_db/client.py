@@ -27,6 +27,7 @@ from typing import Any, TypedDict, TypeVar
 
 import pydantic
 
+from .answers import Answers
 from .connection import WAL_REOPEN_BYTES, Target, close_quietly, open_connection, resolve_target, wal_bytes
 from .constants import MAINTAIN_MIN_ROWS, MAINTAIN_THRESHOLD
 from .db import call
@@ -109,6 +110,7 @@ class Memory:
         self.facts = Facts(self)
         self.entities = Entities(self)
         self.traces = Traces(self)
+        self.answers = Answers(self)  # recall's tier 2 (amem_db/answers.py)
 
     @classmethod
     async def open(
@@ -210,6 +212,11 @@ class Memory:
         window_weight: float | None = None,
         now: datetime | str | None = None,
         feedback: bool | None = None,
+        reuse: bool | None = None,
+        reuse_max_age: float | None = None,
+        confidence_floor: float | None = None,
+        hyde_embedding: Sequence[float] | None = None,
+        ladder: bool | None = None,
     ) -> RecallResponse:
         """Facts and passages ranked together for ``query`` (MEMORY.md section 2):
         embeds it (unless mode is bm25 or graph), then ONE round trip to
@@ -224,7 +231,14 @@ class Memory:
         (echoed as ``response.query_window``), relative to ``now`` (default ``as_of``, else the clock),
         a boost of ``window_weight`` for rows observed in it; ``strict_window`` keeps
         only those, ``query_window=False`` turns it off. ``feedback=False`` ignores the
-        verdicts of ``mem.traces.feedback`` (on by default)."""
+        verdicts of ``mem.traces.feedback`` (on by default).
+
+        The tier ladder (``response.tier``, ``response.tiers``): ``reuse=True`` returns a
+        stored answer (``mem.answers.remember``) that still holds, younger than
+        ``reuse_max_age`` seconds (3600), as ``tier == "cache"``; a thin or unsure
+        tier 3 (best score under ``confidence_floor``, 0.40) escalates to tier 4
+        (``escalated``: doubled pool, one more graph hop, ``hyde_embedding`` when given);
+        ``ladder=False`` runs tier 3 alone."""
         if not isinstance(query, str):
             raise TypeError(f"a query is a str, not {type(query).__name__}")
         clock = time_options(as_of=as_of, at_instant=at_instant, valid_at=valid_at, valid_during=valid_during,
@@ -237,6 +251,8 @@ class Memory:
             "location": location,
             "queryWindow": query_window, "strictWindow": strict_window, "windowWeight": window_weight, "now": now,
             "feedback": feedback,
+            "reuse": reuse, "reuseMaxAge": reuse_max_age, "confidenceFloor": confidence_floor,
+            "hydeEmbedding": list(hyde_embedding) if hyde_embedding is not None else None, "ladder": ladder,
         })
         embedding = None if mode in ("bm25", "graph") else await self.embed_query(query)
         if embedding is not None:

@@ -57,7 +57,8 @@ def _source_defines(text: str) -> list[tuple[re.Pattern[str], int, int, str | No
         raw = line[at + len(DEFINE):].split("(", 1)[0]
         # a templated name (fn::amem::query::vector_{{ t }}) matches each rendered one
         parts = re.split(r"\{\{.*?\}\}", raw)
-        pattern = re.compile("[A-Za-z0-9_]+".join(re.escape(p) for p in parts) + r"$")
+        # (an empty one too: recall renders its legs twice, the second with the suffix _wide)
+        pattern = re.compile("[A-Za-z0-9_]*".join(re.escape(p) for p in parts) + r"$")
         end = next((j for j in range(i, len(lines)) if lines[j].lstrip().startswith("} COMMENT")), i)
         body = lines[i:end + 1]
         reason = next((b.split(_LONG_BECAUSE, 1)[1].strip() for b in body if _LONG_BECAUSE in b), None)

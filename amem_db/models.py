@@ -68,7 +68,9 @@ __all__ = [
     "RecallMode",
     "RecallResponse",
     "RecallSource",
+    "ReusedAnswer",
     "SeedEntity",
+    "StoredAnswer",
     "Trace",
     "TraceExplanation",
     "TraceFeedback",
@@ -474,6 +476,8 @@ class SeedEntity(_Camel):
     name: str
     type: str
     named: list[str] = []
+    # tier 1: the keys of this entity whose current rows recall read by key
+    keys: list[str] = []
 
 
 class QueryWindow(_Camel):
@@ -483,6 +487,18 @@ class QueryWindow(_Camel):
     from_: datetime | None = Field(default=None, alias="from")
     to: datetime | None = None
     phrase: str
+
+
+class ReusedAnswer(_Camel):
+    """The answer a tier-2 recall reused: its text, the query it was made for, the ids
+    it cited (each still current) and the cosine of the two queries."""
+
+    id: str
+    query: str
+    text: str
+    cited: list[str]
+    created_at: datetime
+    similarity: float
 
 
 class RecallResponse(_Camel):
@@ -498,11 +514,25 @@ class RecallResponse(_Camel):
     classification_kind: Literal["direct_lookup", "hybrid", "full_context"] = "hybrid"
     clock: dict[str, Any] = {}
     query_window: QueryWindow | None = None
-    tier: str = "hybrid"
+    # the tier ladder (surql/455_tiers): 3, 4 or "cache"; ``tiers``: what each tier did and why
+    tier: int | str = 3
     tier_reason: str | None = None
+    escalated: bool = False
+    tiers: dict[str, Any] = {}
+    # tier 2 only: the stored answer reused (``mem.answers.remember``)
+    reused_from: str | None = None
+    answer: ReusedAnswer | None = None
     query_ms: float = 0.0
     warnings: list[str] = []
     trace: dict[str, Any] | None = None
+
+
+class StoredAnswer(_Camel):
+    """``mem.answers.remember``: the stored answer's id, when, and the ids it cites."""
+
+    id: str
+    created_at: datetime
+    cited: list[str]
 
 # --- forget and inspect (fn::amem::forget, fn::amem::inspect) ----------------------------
 class ForgetCounts(_Returned):

@@ -24,6 +24,7 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from .answers import Answers
 from .client import Documents, Entities, Facts, Keywords, Memory
 from .embedding.base import Embedder
 from .traces import Traces
@@ -137,6 +138,10 @@ class SyncTraces(_Facade):
     explain = _twin(Traces.explain)
     feedback = _twin(Traces.feedback)
     retention = _twin(Traces.retention)
+class SyncAnswers(_Facade):
+    """``mem.answers`` of a SyncMemory."""
+
+    remember = _twin(Answers.remember)
 
 
 class SyncMemory(_Facade):
@@ -150,6 +155,7 @@ class SyncMemory(_Facade):
         self.facts = SyncFacts(mem.facts, runner)
         self.entities = SyncEntities(mem.entities, runner)
         self.traces = SyncTraces(mem.traces, runner)
+        self.answers = SyncAnswers(mem.answers, runner)
 
     @classmethod
     def open(

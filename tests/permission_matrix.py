@@ -118,6 +118,11 @@ MATRIX: dict[str, dict] = {
     # recall's reinforcement rows (migrations/0008): written only by the recall_reinforce event
     "reinforcement": {**_COPY, "seed": "{record: attribute:attribute_spare, importance: 0.5, last_reinforced_at: "
                                        "d'2020-01-01T00:00:00Z', times: 1, scopes: $S}"},
+    # recall's stored answers (migrations/0013): read only under the maker's exact read
+    # grants (`reader`, computed from $auth for a credential), never changed by a credential
+    "answer": {**_SCOPED, "update": NOBODY, "values": {"cited": "[attribute:attribute_spare]", "docs": "[{document: 'x'}]",
+                                                     "embedding": "array::repeat(0.5, array::len(embedding))"},
+               "seed": "{query: 'q0', embedding: $vec, answer: 'a0', cited: [], reader: crypto::sha256('org/a'), scopes: $S}"},
     # --- edges ---------------------------------------------------------------------------
     # the keyword end is not tested (its id is its text): foreign = a document of org/b
     "knowledge_has_keyword": {**_EDGE, "fields": _ENDS, "seed": "{score: 0.5, scopes: $S}",
@@ -145,6 +150,7 @@ MATRIX: dict[str, dict] = {
                      "seed": "{key: 'k0', caller: $me, body_hash: 'h0', write: 'w0', response: {}}"},
     # traces: read and create only one's own; never changed or deleted
     "retrieval_trace": {"rows": "writer", "select": ONLY_WRITER, "create": LIVE, "update": NOBODY, "delete": NOBODY,
+                        "values": {"tier": "4", "tiers": "{changed: true}", "escalated": "true"},  # the ladder's fields (0013)
                         "seed": "{query: 'q0', mode: 'query', options: {}, legs: {}, hits: [], timings: {}, caller: $me, "
                                 "scopes: $S}"},
     # trace feedback (migrations/0012): like traces, a principal reads and writes its own

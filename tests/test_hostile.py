@@ -79,7 +79,8 @@ TIME_KEYS = ["asOf", "atInstant", "validAt", "validDuring", "validFrom", "validU
 instant = st.one_of(hostile, st.datetimes(timezones=st.just(UTC)), st.sampled_from(["2024-02-30", "2024-01-01T25:00:00Z", "0000-01-01", "9999-12-31"]))
 time_opts = st.dictionaries(st.sampled_from([*TIME_KEYS, "lens"]), st.one_of(instant, st.lists(instant, max_size=3), lens), max_size=4)
 RECALL_KEYS = ["mode", "k", "include", "lens", "labels", "threshold", "vectorWeight", "graphWeight", "rrfK", "graphDepth",
-               "expandContext", "caller", "embeddingModel", "bogus", *TIME_KEYS]
+               "expandContext", "caller", "embeddingModel", "bogus", *TIME_KEYS,
+               "reuse", "reuseMaxAge", "confidenceFloor", "hydeEmbedding", "ladder"]  # the tier ladder (surql/455_tiers)
 recall_opts = st.one_of(hostile, st.dictionaries(st.sampled_from(RECALL_KEYS), st.one_of(
     hostile, lens, st.sampled_from(["hybrid", "vector", "bm25", "graph"]), st.lists(st.sampled_from(["facts", "passages", "x"]), max_size=3)),
     max_size=6))
@@ -149,6 +150,8 @@ FUNCTIONS = {  # name -> strategy of the argument tuple
     "fn::amem::maintain::rebuild": st.tuples(hostile),
     "fn::amem::maintain::finish": st.tuples(hostile, instant, st.one_of(small_int, hostile), st.one_of(st.floats(), hostile)),
     "fn::amem::maintain::reset": st.tuples(hostile),
+    "fn::amem::answers::remember": st.tuples(st.one_of(st.text(max_size=200), hostile), vector, st.one_of(st.text(max_size=200), hostile),
+                                             st.one_of(hostile, st.lists(st.sampled_from(INJECTIONS), max_size=3)), st.one_of(st.none(), hostile)),
     "fn::amem::inspect": st.tuples(st.one_of(hostile, entity_ref), st.one_of(st.none(), hostile)),
     "fn::amem::forget": st.tuples(forget_request),
     "fn::amem::facts::declare_key": st.tuples(st.one_of(hostile, st.text(max_size=20)), st.one_of(st.none(), hostile, st.fixed_dictionaries(
@@ -227,7 +230,7 @@ async def checksum(root, names: list[str]) -> tuple[str, dict[str, int]]:
 
 WRITES = {"fn::amem::documents::ingest", "fn::amem::documents::delete", "fn::amem::facts::write", "fn::amem::forget",
           "fn::amem::facts::declare_key", "fn::amem::mentions::link", "fn::amem::documents::recompute_links",
-          "fn::amem::traces::feedback", "fn::amem::traces::retention"}
+          "fn::amem::traces::feedback", "fn::amem::traces::retention", "fn::amem::answers::remember"}
 
 
 def client_functions() -> set[str]:

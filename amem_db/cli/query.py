@@ -178,6 +178,9 @@ async def recall(
     no_query_window: bool = typer.Option(False, "--no-query-window", help="ignore time words in the query (no query window)"),
     strict_window: bool = typer.Option(False, "--strict-window", help="keep only rows in the query window (default: boost them)"),
     window_weight: float | None = typer.Option(None, "--window-weight", help="boost of rows in the query window, 0..10"),
+    reuse: bool = typer.Option(False, "--reuse", help="tier 2: return a stored answer (mem.answers.remember) that still holds"),
+    confidence_floor: float | None = typer.Option(None, "--confidence-floor", help="tier 4 runs when the best fused score is under it (default 0.40)"),
+    no_ladder: bool = typer.Option(False, "--no-ladder", help="tier 3 alone: no key reads (tier 1), no escalation (tier 4)"),
     json_output: bool = json_option("the full response (hits, contextHits, seedEntities, queryWindow, trace) as JSON"),
 ) -> None:
     """Recall facts and passages together, ranked in one database round trip.
@@ -194,7 +197,8 @@ async def recall(
         location=parse_location(near, within, nearest), as_of=as_of, at_instant=at_instant, valid_at=valid_at,
         valid_during=parse_during(valid_during),
         query_window=False if no_query_window else None, strict_window=True if strict_window else None,
-        window_weight=window_weight, now=now))
+        window_weight=window_weight, now=now, reuse=True if reuse else None, confidence_floor=confidence_floor,
+        ladder=False if no_ladder else None))
     if json_output:
         return print_json(response)
     table = Table("#", "source", "score", "text", "valid", "citation", show_lines=True)
@@ -207,3 +211,6 @@ async def recall(
     window = response.get("queryWindow")
     span = f"; window '{window['phrase']}' {_when(window.get('from')) or '…'} .. {_when(window.get('to')) or 'open'}" if window else ""
     out.print(f"{len(response['hits'])} hits in {response['queryMs']:.0f} ms ({mode}, {response['classificationKind']}{named}{span})")
+    if response.get("answer"):  # tier 2
+        out.print(f"reused answer {response['reusedFrom']}: {escape(response['answer']['text'])}")
+    out.print(f"tier {response.get('tier')}: {escape(response.get('tierReason') or '')}")
