@@ -61,6 +61,8 @@ from .models import (
     RecallResponse,
 )
 from .parsing import ParsedDocument, parse
+from .llm import ChatProvider, provider_from_env, rewrite_options
+from .rerank import Reranker, rerank_documents, rerank_recall_step, resolve_reranker
 
 __all__ = ["Documents", "Entities", "Facts", "Keywords", "Lens", "Memory", "QueryFilter"]
 
@@ -199,6 +201,9 @@ class Memory:
         strict_window: bool | None = None,
         window_weight: float | None = None,
         now: datetime | str | None = None,
+        use_reranker: bool | None = None,
+        reranker: Reranker | str | None = None,
+        rerank_depth: int | None = None,
     ) -> RecallResponse:
         """Facts and passages ranked together for ``query`` (MEMORY.md section 2):
         embeds it (unless mode is bm25 or graph), then ONE round trip to
@@ -212,7 +217,14 @@ class Memory:
         Time words in the query ("in May 2023", "last week") become ``query_window``
         (echoed as ``response.query_window``), relative to ``now`` (default ``as_of``, else the clock),
         a boost of ``window_weight`` for rows observed in it; ``strict_window`` keeps
-        only those, ``query_window=False`` turns it off."""
+        only those, ``query_window=False`` turns it off.
+
+        ``use_reranker``: the hits (``rerank_depth`` of them, default k, at most 50)
+        are re-scored by ``reranker`` (a :class:`~amem_db.rerank.Reranker`, ``"endpoint"``,
+        a URL, ``"cross-encoder:PATH"``; default ``AMEM_RERANK_URL``) after the round
+        trip, the top k kept, the scores recorded in the trace. A response the tier
+        ladder marks ``escalated`` is reranked when a reranker is configured and
+        ``use_reranker`` is not False."""
         if not isinstance(query, str):
             raise TypeError(f"a query is a str, not {type(query).__name__}")
         clock = time_options(as_of=as_of, at_instant=at_instant, valid_at=valid_at, valid_during=valid_during,
@@ -225,10 +237,16 @@ class Memory:
             "location": location,
             "queryWindow": query_window, "strictWindow": strict_window, "windowWeight": window_weight, "now": now,
         })
+        external = resolve_reranker(reranker) if use_reranker is not False and reranker != "rescore" else None
+        if use_reranker and external is not None:
+            opts["k"] = max(k, min(rerank_depth or k, 50))
         embedding = None if mode in ("bm25", "graph") else await self.embed_query(query)
         if embedding is not None:
             opts["embeddingModel"] = self.embedder.name
-        return _model(RecallResponse, await call(self.conn, "fn::amem::recall", query, embedding, opts))
+        raw = await call(self.conn, "fn::amem::recall", query, embedding, opts)
+        if use_reranker or (use_reranker is None and raw.get("escalated")):
+            raw = await rerank_recall_step(self.conn, external, query, raw, k)
+        return _model(RecallResponse, raw)
 
     # --- forget and inspect (fn::amem::forget, fn::amem::inspect) -------------------------
     async def forget(
@@ -419,24 +437,45 @@ class Documents:
         decompose_query: bool | None = None,
         use_reranker: bool | None = None,
         location: Mapping[str, Any] | None = None,
+        reranker: Reranker | str | None = None,
+        rerank_depth: int | None = None,
+        rerank_mix: float | None = None,
+        hyde: bool | None = None,
+        decompose: bool | None = None,
+        llm: ChatProvider | None = None,
     ) -> QueryResponse:
         """Ranked passages for ``query``: embeds it (unless mode is bm25), then ONE
-        round trip to ``fn::amem::documents::query``. Options and defaults as the
-        spec; ``use_hyde`` / ``decompose_query`` / ``use_reranker`` fall back
-        without error (no LLM attached), reported in ``warnings`` and the trace."""
+        round trip to ``fn::amem::documents::query``. Options and defaults as the spec.
+
+        ``use_reranker``: a second stage over the top ``rerank_depth`` (default 50)
+        fused candidates. ``reranker`` None / ``"rescore"``: in the database (BM25 +
+        cosine z-mix, ``rerank_mix`` the cosine share; an ``AMEM_RERANK_URL`` endpoint
+        when set); a :class:`~amem_db.rerank.Reranker`, ``"endpoint"``, a URL or
+        ``"cross-encoder:PATH"``: scored here after the round trip and recorded in the
+        same trace (amem_db/rerank.py). ``hyde`` (= ``use_hyde``) / ``decompose``
+        (= ``decompose_query``) ask ``llm`` (default: ``AMEM_LLM_URL``, amem_db/llm.py);
+        without one, or when it fails, a single query runs and the trace says why."""
         if not isinstance(query, str):
             raise TypeError(f"a query is a str, not {type(query).__name__}")
+        external = resolve_reranker(reranker) if use_reranker else None
         opts = _clean({
             "mode": mode, "k": k, "threshold": threshold, "vectorWeight": vector_weight, "rrfK": rrf_k,
             "filter": _filter(filter), "lens": _lens(lens), "expandContext": expand_context, "graphAlpha": graph_alpha,
             "graphDepth": graph_depth, "graphEdges": _strs("graph_edges", graph_edges), "expandGraph": expand_graph,
             "useHyde": use_hyde, "decomposeQuery": decompose_query, "useReranker": use_reranker,
             "location": location,
+            "reranker": "client" if external is not None else None, "rerankDepth": rerank_depth, "rerankMix": rerank_mix,
         })
+        if hyde or use_hyde or decompose or decompose_query:
+            opts.update(await rewrite_options(llm or provider_from_env(), self.mem.embedder, query, mode=mode,
+                                              hyde=bool(hyde or use_hyde), decompose=bool(decompose or decompose_query)))
         embedding = None if mode == "bm25" else await self.mem.embed_query(query)
         if embedding is not None:
             opts["embeddingModel"] = self.mem.embedder.name
-        return _model(QueryResponse, await call(self.mem.conn, "fn::amem::documents::query", query, embedding, opts))
+        raw = await call(self.mem.conn, "fn::amem::documents::query", query, embedding, opts)
+        if external is not None:
+            raw = await rerank_documents(self.mem.conn, external, query, raw)
+        return _model(QueryResponse, raw)
 
     async def recompute_links(self) -> LinkCounts:
         """Rebuild the links between documents from the links stored with each."""

@@ -72,6 +72,22 @@ def within_option() -> Any:
     return typer.Option(None, "--within", metavar="WKT", help='only rows inside the polygon, e.g. "POLYGON((lng lat, ...))"')
 
 
+def rerank_option() -> Any:
+    return typer.Option(None, "--rerank", metavar="RERANKER",
+                        help="rerank the fused candidates: rescore (in the database: BM25 + cosine), endpoint "
+                             "(AMEM_RERANK_URL), an http(s) URL of a /v1/rerank endpoint, or cross-encoder:PATH")
+
+
+def hyde_option() -> Any:
+    return typer.Option(False, "--hyde", help="HyDE: embed an LLM's hypothetical answer (AMEM_LLM_URL) for the vector "
+                                              "leg; without a provider the query runs as given and the trace says so")
+
+
+def decompose_option() -> Any:
+    return typer.Option(False, "--decompose", help="split the query into sub-questions with the LLM (AMEM_LLM_URL), "
+                                                   "each through the legs, merged by RRF (mode hybrid)")
+
+
 def nearest_option() -> Any:
     return typer.Option(None, "--nearest", metavar="LAT,LNG,K", help="rank the K rows nearest the point as one more RRF leg")
 
@@ -95,6 +111,9 @@ async def query(
     near: str | None = near_option(),
     within: str | None = within_option(),
     nearest: str | None = nearest_option(),
+    rerank: str | None = rerank_option(),
+    hyde: bool = hyde_option(),
+    decompose: bool = decompose_option(),
     json_output: bool = json_option("the full response (results, contextHits, trace) as JSON"),
 ) -> None:
     """Search passages: hybrid (BM25 + vector, RRF) by default, one database round trip.
@@ -111,7 +130,8 @@ async def query(
         text, mode=mode, k=k, threshold=threshold, vector_weight=vector_weight, rrf_k=rrf_k,
         filter=flt or None, lens=parse_lens(lens), expand_context=False if no_context else None,
         graph_edges=graph_edges.split(",") if graph_edges else None, graph_alpha=graph_alpha,
-        graph_depth=graph_depth, expand_graph=expand_graph or None, location=parse_location(near, within, nearest)))
+        graph_depth=graph_depth, expand_graph=expand_graph or None, location=parse_location(near, within, nearest),
+        use_reranker=True if rerank else None, reranker=rerank or None, hyde=hyde or None, decompose=decompose or None))
     if json_output:
         return print_json(response)
     table = Table("#", "score", "document", "section", "passage", show_lines=True)
@@ -170,6 +190,9 @@ async def recall(
     no_query_window: bool = typer.Option(False, "--no-query-window", help="ignore time words in the query (no query window)"),
     strict_window: bool = typer.Option(False, "--strict-window", help="keep only rows in the query window (default: boost them)"),
     window_weight: float | None = typer.Option(None, "--window-weight", help="boost of rows in the query window, 0..10"),
+    rerank: str | None = typer.Option(None, "--rerank", metavar="RERANKER",
+                                      help="rerank the hits after the round trip: endpoint (AMEM_RERANK_URL), an http(s) "
+                                           "URL of a /v1/rerank endpoint, or cross-encoder:PATH"),
     json_output: bool = json_option("the full response (hits, contextHits, seedEntities, queryWindow, trace) as JSON"),
 ) -> None:
     """Recall facts and passages together, ranked in one database round trip.
@@ -186,7 +209,7 @@ async def recall(
         location=parse_location(near, within, nearest), as_of=as_of, at_instant=at_instant, valid_at=valid_at,
         valid_during=parse_during(valid_during),
         query_window=False if no_query_window else None, strict_window=True if strict_window else None,
-        window_weight=window_weight, now=now))
+        window_weight=window_weight, now=now, use_reranker=True if rerank else None, reranker=rerank or None))
     if json_output:
         return print_json(response)
     table = Table("#", "source", "score", "text", "valid", "citation", show_lines=True)
