@@ -31,6 +31,7 @@ from .db import call
 from .embedding.base import Embedder
 from .errors import AmemError, InvalidInput, ServerError, error_for, from_engine_error
 from .ingest import IngestReport, Item, Progress, doc_object, ingest_items, ingest_paths, items_from_file
+from .llm import ChatProvider, provider_from_env, rewrite_options
 from .migrator import Migrator, Plan
 from .models import (
     ChunkPage,
@@ -61,7 +62,6 @@ from .models import (
     RecallResponse,
 )
 from .parsing import ParsedDocument, parse
-from .llm import ChatProvider, provider_from_env, rewrite_options
 from .rerank import Reranker, rerank_documents, rerank_recall_step, resolve_reranker
 
 __all__ = ["Documents", "Entities", "Facts", "Keywords", "Lens", "Memory", "QueryFilter"]

@@ -6,8 +6,9 @@ and latency with and without it, over a few rerankMix / rerankDepth values
         --out results/rerank/cisi.json
 
 Reuses (or builds) the eval harness's cached database (results/.db, --db-dir). Each
-run sends every judged query once through mem.documents.query(k=10); the fused run
-(hybrid, no reranker) comes first. Reports per run nDCG@10, Recall@10, MRR@10
+run sends every judged query once through mem.documents.query(k=50), as `amem-db eval`
+does (nDCG@10 is over the first ten distinct documents of 50 passages; rerankDepth is
+at least k); the fused run (no reranker) comes first. Reports per run nDCG@10, Recall@10, MRR@10
 (document level, amem_db.harness) and p50/p95 of the engine's queryMs and of the rerank
 step alone (trace legs.rerank.ms).
 """
@@ -34,10 +35,10 @@ def pct(values: list[float], p: float) -> float:
     return round(percentile(values, p), 1) if values else float("nan")
 
 
-async def run(mem, ds, label: str, **opts) -> dict:
+async def run(mem, ds, label: str, k: int = 50, **opts) -> dict:
     rankings, engine, step = {}, [], []
     for qid, text in ds.queries.items():
-        resp = (await mem.documents.query(text, k=10, **opts)).model_dump(by_alias=True, mode="json")
+        resp = (await mem.documents.query(text, k=k, **opts)).model_dump(by_alias=True, mode="json")
         rankings[qid] = document_ranking(resp["results"])
         engine.append(float(resp["queryMs"]))
         rr = (resp.get("trace") or {}).get("legs", {}).get("rerank")

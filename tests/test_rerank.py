@@ -70,7 +70,7 @@ class StandIn:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), **body})
                 time.sleep(delay_s)
@@ -323,3 +323,19 @@ def test_cross_encoder_without_the_extra_says_how_to_install(tmp_path):
     else:  # the extra is installed: an empty directory is no model, and nothing is downloaded
         with pytest.raises(RerankerError, match="cannot load a cross-encoder"):
             CrossEncoderReranker(tmp_path)
+
+
+async def test_rescore_after_the_graph_rerank_keeps_the_graph_ledger(mem):
+    res = await mem.documents.query("solar wind plasma", mode="hybrid_graph", k=5, threshold=0.0, use_reranker=True)
+    assert len(res.results) == 5 and res.trace["legs"]["rerank"]["ran"]
+    for t in res.trace["hits"]:
+        assert t["graph"] is not None and "base" in t["graph"] and t["rerank"]["before"] >= 1
+
+
+async def test_mode_bm25_rescore_has_no_cosine_and_keeps_the_order(mem):
+    fused = await mem.documents.query("solar wind plasma", mode="bm25", k=8)
+    res = await mem.documents.query("solar wind plasma", mode="bm25", k=8, use_reranker=True)
+    # BM25 alone: the z-mix is a monotone map of the BM25 score, ties by id
+    assert [t["rerank"].get("cosine") for t in res.trace["hits"]] == [None] * len(res.results)
+    assert [h.chunk.id for h in res.results] == [h.chunk.id for h in fused.results]
+    assert "no query embedding" in res.trace["legs"]["rerank"]["reason"]

@@ -73,7 +73,7 @@ async def run_mode(mem: Any, ds: Dataset, mode: str, *, k: int = MAX_K, threshol
         t0 = time.perf_counter()
         try:
             base, _, rerank = mode.partition("+")
-            resp = await mem.documents.query(text, mode=base, k=k, threshold=threshold, filter=filter,  # type: ignore[arg-type]
+            resp = await mem.documents.query(text, mode=base, k=k, threshold=threshold, filter=filter,
                                              use_reranker=bool(rerank) or None)
         except NotImplementedMode as exc:
             run.available, run.error = False, str(exc)
