@@ -63,7 +63,8 @@ vector = st.one_of(st.none(), hostile,
                    st.lists(st.floats(allow_nan=True, allow_infinity=True, width=32), min_size=DIM, max_size=DIM),
                    st.just([0.0] * DIM), st.just([1.0] * (DIM + 1)))
 QUERY_KEYS = ["mode", "k", "threshold", "vectorWeight", "rrfK", "filter", "lens", "expandContext", "useHyde",
-              "decomposeQuery", "useReranker", "caller", "embeddingModel", "graphAlpha", "graphDepth", "expandGraph", "graphEdges"]
+              "decomposeQuery", "useReranker", "caller", "embeddingModel", "graphAlpha", "graphDepth", "expandGraph", "graphEdges",
+              "reranker", "rerankDepth", "rerankMix", "hydeEmbedding", "subQueries", "skipped"]
 query_opts = st.one_of(hostile, st.dictionaries(st.sampled_from(QUERY_KEYS), st.one_of(
     hostile, lens, st.sampled_from(["hybrid", "vector", "bm25", "hybrid_graph"]),
     st.fixed_dictionaries({}, optional={"mimeType": hostile, "documentIds": st.one_of(hostile, st.lists(st.sampled_from(INJECTIONS), max_size=5)), "x": hostile})),
@@ -148,6 +149,10 @@ FUNCTIONS = {  # name -> strategy of the argument tuple
         optional={"scopes": st.one_of(hostile, st.lists(paths, max_size=3))})), max_size=3)),
         st.one_of(st.none(), hostile)),
     "fn::amem::query::terms": st.tuples(st.one_of(st.text(max_size=200), hostile)),
+    # a client reranker's scores into a trace (surql/480_rerank): only the caller's own traces
+    "fn::amem::rerank::record": st.tuples(st.one_of(hostile, st.sampled_from(INJECTIONS)), st.one_of(hostile, st.fixed_dictionaries(
+        {"method": hostile}, optional={"scores": st.one_of(hostile, st.lists(st.fixed_dictionaries(
+            {"id": st.one_of(hostile, st.sampled_from(INJECTIONS)), "score": hostile}), max_size=3)), "error": hostile}))),
     "fn::amem::scope::within": st.tuples(st.one_of(paths, hostile), st.one_of(st.lists(paths, max_size=5), hostile)),
     "fn::amem::scope::writable": st.tuples(st.one_of(st.lists(paths, max_size=5), hostile)),
     "fn::amem::scope::forgettable": st.tuples(st.one_of(st.lists(paths, max_size=5), hostile)),

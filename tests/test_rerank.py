@@ -23,10 +23,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+import pytest_asyncio
+from devserver_fixture import dev_server, tenants  # noqa: F401
 
 from amem_db import Memory
 from amem_db.db import call
+from amem_db.embedding import get_embedder
 from amem_db.errors import InvalidInput, NotFound
+from amem_db.ingest import Item, ingest_items
 from amem_db.rerank import (
     CrossEncoderReranker,
     EndpointReranker,
@@ -339,3 +343,43 @@ async def test_mode_bm25_rescore_has_no_cosine_and_keeps_the_order(mem):
     assert [t["rerank"].get("cosine") for t in res.trace["hits"]] == [None] * len(res.results)
     assert [h.chunk.id for h in res.results] == [h.chunk.id for h in fused.results]
     assert "no query embedding" in res.trace["legs"]["rerank"]["reason"]
+
+
+# --- scopes: record users over the websocket dev server ------------------------------------
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def two(dev_server):
+    grants = {"tenant-a": dict(read=[], write=["org/a"]), "tenant-b": dict(read=[], write=["org/b"])}
+    async with tenants(dev_server, "rerank", grants) as t:
+        emb = get_embedder(HASH)
+        for name, tag in (("tenant-a", "alpha"), ("tenant-b", "bravo")):
+            items = [Item(f"{tag}{i}", {"text": f"{passage(i)} {tag}secret", "mime_type": "text/plain", "source": f"{tag}{i}"})
+                     for i in range(8)]
+            rep = await ingest_items(t.conns[name], emb, items)
+            assert all(r.status == "added" for r in rep.results)
+        yield t
+
+
+async def test_rerank_stays_in_the_callers_scope(two):
+    a, b = two.conns["tenant-a"], two.conns["tenant-b"]
+    mem_a = Memory(a, embedder=HASH)
+    e = await mem_a.embed_query("solar wind bravosecret")
+    # rescore and client candidates: only A's passages, whatever the query names
+    res = await call(a, "fn::amem::documents::query", "solar wind bravosecret", e, {"useReranker": True, "threshold": -1, "k": 20})
+    assert res["results"] and all("alphasecret" in h["chunk"]["text"] for h in res["results"])
+    res = await call(a, "fn::amem::documents::query", "solar wind bravosecret", e,
+                     {"useReranker": True, "reranker": "client", "threshold": -1, "k": 5, "rerankDepth": 40})
+    assert all("alphasecret" in h["chunk"]["text"] for h in res["rerankCandidates"])
+    # the signals of B's rows, asked for by id straight through raw SurrealQL: A learns nothing
+    (b_ids,) = await two.root.query("SELECT VALUE id FROM chunk WHERE scope_keys CONTAINS 'org/b'")
+    sig = await call(a, "fn::amem::rerank::signals", "bravosecret", e, [{"id": i, "score": 1.0} for i in b_ids], [], [])
+    assert all(r["bm25"] == 0 and r.get("cosine") is None for r in sig["rows"])
+    # B cannot record on A's trace; A itself may not update traces (retrieval_trace PERMISSIONS):
+    # the client says the scores were not recorded
+    with pytest.raises(NotFound):
+        await call(b, "fn::amem::rerank::record", res["trace"]["id"], {"method": "client", "scores": []})
+    done = await call(a, "fn::amem::rerank::record", res["trace"]["id"],
+                      {"method": "client", "scores": [{"id": res["rerankCandidates"][0]["chunk"]["id"], "score": 0.9}]})
+    assert done["recorded"] is False and "may not update traces" in done["reason"]
+    with StandIn() as server:
+        out = await mem_a.documents.query("solar wind", k=3, threshold=-1.0, use_reranker=True, reranker=EndpointReranker(server.url))
+    assert len(out.results) == 3 and any("scores were not recorded" in w for w in out.warnings)
