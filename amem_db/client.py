@@ -204,6 +204,8 @@ class Memory:
         use_reranker: bool | None = None,
         reranker: Reranker | str | None = None,
         rerank_depth: int | None = None,
+        hyde: bool | None = None,
+        llm: ChatProvider | None = None,
     ) -> RecallResponse:
         """Facts and passages ranked together for ``query`` (MEMORY.md section 2):
         embeds it (unless mode is bm25 or graph), then ONE round trip to
@@ -224,7 +226,9 @@ class Memory:
         a URL, ``"cross-encoder:PATH"``; default ``AMEM_RERANK_URL``) after the round
         trip, the top k kept, the scores recorded in the trace. A response the tier
         ladder marks ``escalated`` is reranked when a reranker is configured and
-        ``use_reranker`` is not False."""
+        ``use_reranker`` is not False. ``hyde``: as ``documents.query`` (the vector leg
+        ranks by an LLM's hypothetical answer; without ``llm`` / ``AMEM_LLM_URL`` the
+        query runs as given and ``trace.options.hyde`` says why)."""
         if not isinstance(query, str):
             raise TypeError(f"a query is a str, not {type(query).__name__}")
         clock = time_options(as_of=as_of, at_instant=at_instant, valid_at=valid_at, valid_during=valid_during,
@@ -240,6 +244,9 @@ class Memory:
         external = resolve_reranker(reranker) if use_reranker is not False and reranker != "rescore" else None
         if use_reranker and external is not None:
             opts["k"] = max(k, min(rerank_depth or k, 50))
+        if hyde:
+            opts.update(await rewrite_options(llm or provider_from_env(), self.embedder, query,
+                                              mode="bm25" if mode in ("bm25", "graph") else mode, hyde=True, decompose=False))
         embedding = None if mode in ("bm25", "graph") else await self.embed_query(query)
         if embedding is not None:
             opts["embeddingModel"] = self.embedder.name

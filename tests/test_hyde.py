@@ -281,3 +281,20 @@ def test_no_endpoint_is_a_typed_error(monkeypatch):
     monkeypatch.delenv("AMEM_LLM_URL", raising=False)
     with pytest.raises(LLMError, match="AMEM_LLM_URL"):
         OpenAICompatChat()
+
+
+async def test_recall_takes_a_hyde_embedding_too(mem):
+    q = await mem.embed_query("what moves on rails")
+    hyde = await mem.embed_query(TEXTS["trains"])
+    res = await call(mem.conn, "fn::amem::recall", "what moves on rails", q,
+                     {"mode": "vector", "threshold": 0.0, "useHyde": True, "hydeEmbedding": hyde, "include": ["passages"]})
+    assert res["hits"][0]["citation"]["documentSource"] == "trains" and res["hits"][0]["score"] == pytest.approx(1.0, abs=1e-5)
+    assert res["trace"]["options"]["hyde"].startswith("applied") and "rw" not in res["trace"]["options"]
+    res = await call(mem.conn, "fn::amem::recall", "rails", None, {"mode": "graph", "hydeEmbedding": hyde})
+    assert res["trace"]["options"]["hyde"] == "skipped (mode graph runs no vector leg)"
+    with pytest.raises(EmbeddingMismatch, match="hydeEmbedding has 2 dimensions"):
+        await call(mem.conn, "fn::amem::recall", "rails", q, {"hydeEmbedding": [1.0, 0.0]})
+    with pytest.raises(InvalidInput, match="unknown recall option subQueries"):  # decomposition: documents.query only
+        await call(mem.conn, "fn::amem::recall", "rails", q, {"subQueries": []})
+    res = await mem.recall("what moves on rails", hyde=True, include=["passages"])
+    assert res.trace["options"]["hyde"] == "skipped (no provider)"
