@@ -298,3 +298,33 @@ async def test_recall_takes_a_hyde_embedding_too(mem):
         await call(mem.conn, "fn::amem::recall", "rails", q, {"subQueries": []})
     res = await mem.recall("what moves on rails", hyde=True, include=["passages"])
     assert res.trace["options"]["hyde"] == "skipped (no provider)"
+
+
+def test_cli_flags_run_and_the_trace_says_what_ran(tmp_path):
+    """`amem-db query --rerank rescore --hyde --decompose` as a real process: the reranker
+    runs in the database, the rewrites are skipped (no AMEM_LLM_URL) and say so."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AMEM_")}
+    env.update({"AMEM_URL": f"surrealkv://{tmp_path / 'db'}", "AMEM_EMBEDDER": HASH})
+
+    def amem(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "amem_db", *args], cwd=root, env=env, capture_output=True, text=True, timeout=180)
+
+    assert amem("migrate").returncode == 0
+    for key, text in TEXTS.items():
+        (tmp_path / f"{key}.md").write_text(f"# {key}\n\n{text}\n")
+    assert amem("ingest", str(tmp_path)).returncode == 0
+    done = amem("query", "warm sunny windows", "--rerank", "rescore", "--hyde", "--decompose", "--json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["results"][0]["document"]["title"] == "cats"
+    assert out["trace"]["legs"]["rerank"]["method"] == "rescore" and out["trace"]["legs"]["rerank"]["ran"]
+    assert out["trace"]["options"]["hyde"] == "skipped (no provider)"
+    assert out["trace"]["options"]["decompose"] == "skipped (no provider)"
+    bad = amem("query", "cats", "--rerank", "cohere")
+    assert bad.returncode == 2 and "--rerank" in bad.stderr and "cross-encoder:PATH" in bad.stderr

@@ -73,9 +73,16 @@ def within_option() -> Any:
 
 
 def rerank_option() -> Any:
-    return typer.Option(None, "--rerank", metavar="RERANKER",
+    return typer.Option(None, "--rerank", metavar="RERANKER", callback=check_rerank,
                         help="rerank the fused candidates: rescore (in the database: BM25 + cosine), endpoint "
                              "(AMEM_RERANK_URL), an http(s) URL of a /v1/rerank endpoint, or cross-encoder:PATH")
+
+
+def check_rerank(value: str | None) -> str | None:
+    """--rerank's syntax, as a usage error (exit 2); the reranker itself is built by the client."""
+    if value is not None and value not in ("rescore", "endpoint") and not value.startswith(("http://", "https://", "cross-encoder:")):
+        raise typer.BadParameter(f"{value!r}: rescore, endpoint, an http(s) URL, or cross-encoder:PATH", param_hint="--rerank")
+    return value
 
 
 def hyde_option() -> Any:
@@ -190,7 +197,7 @@ async def recall(
     no_query_window: bool = typer.Option(False, "--no-query-window", help="ignore time words in the query (no query window)"),
     strict_window: bool = typer.Option(False, "--strict-window", help="keep only rows in the query window (default: boost them)"),
     window_weight: float | None = typer.Option(None, "--window-weight", help="boost of rows in the query window, 0..10"),
-    rerank: str | None = typer.Option(None, "--rerank", metavar="RERANKER",
+    rerank: str | None = typer.Option(None, "--rerank", metavar="RERANKER", callback=check_rerank,
                                       help="rerank the hits after the round trip: endpoint (AMEM_RERANK_URL), an http(s) "
                                            "URL of a /v1/rerank endpoint, or cross-encoder:PATH"),
     json_output: bool = json_option("the full response (hits, contextHits, seedEntities, queryWindow, trace) as JSON"),
