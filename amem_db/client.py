@@ -35,6 +35,7 @@ from .embedding.base import Embedder
 from .errors import AmemError, InvalidInput, ServerError, error_for, from_engine_error
 from .geometry import with_polygons
 from .ingest import IngestReport, Item, Progress, doc_object, ingest_items, ingest_paths, items_from_file
+from .llm import ChatProvider, provider_from_env, rewrite_options
 from .maintain import maintain as maintain_indexes
 from .maintain import status as maintain_status
 from .migrator import Migrator, Plan
@@ -70,6 +71,7 @@ from .models import (
     RecallResponse,
 )
 from .parsing import ParsedDocument, parse
+from .rerank import Reranker, rerank_documents, rerank_recall_step, resolve_reranker
 from .traces import Traces
 
 __all__ = ["Documents", "Entities", "Facts", "Keywords", "Lens", "Memory", "QueryFilter"]
@@ -217,6 +219,11 @@ class Memory:
         confidence_floor: float | None = None,
         hyde_embedding: Sequence[float] | None = None,
         ladder: bool | None = None,
+        use_reranker: bool | None = None,
+        reranker: Reranker | str | None = None,
+        rerank_depth: int | None = None,
+        hyde: bool | None = None,
+        llm: ChatProvider | None = None,
     ) -> RecallResponse:
         """Facts and passages ranked together for ``query`` (MEMORY.md section 2):
         embeds it (unless mode is bm25 or graph), then ONE round trip to
@@ -238,7 +245,16 @@ class Memory:
         ``reuse_max_age`` seconds (3600), as ``tier == "cache"``; a thin or unsure
         tier 3 (best score under ``confidence_floor``, 0.40) escalates to tier 4
         (``escalated``: doubled pool, one more graph hop, ``hyde_embedding`` when given);
-        ``ladder=False`` runs tier 3 alone."""
+        ``ladder=False`` runs tier 3 alone.
+
+        ``use_reranker``: the hits (``rerank_depth`` of them, default k, at most 50)
+        are re-scored by ``reranker`` (a :class:`~amem_db.rerank.Reranker`, ``"endpoint"``,
+        a URL, ``"cross-encoder:PATH"``; default ``AMEM_RERANK_URL``) after the round
+        trip, the top k kept, the scores recorded in the trace. A response the tier
+        ladder marks ``escalated`` is reranked when a reranker is configured and
+        ``use_reranker`` is not False. ``hyde``: as ``documents.query`` (the vector leg
+        ranks by an LLM's hypothetical answer; without ``llm`` / ``AMEM_LLM_URL`` the
+        query runs as given and ``trace.options.hyde`` says why)."""
         if not isinstance(query, str):
             raise TypeError(f"a query is a str, not {type(query).__name__}")
         clock = time_options(as_of=as_of, at_instant=at_instant, valid_at=valid_at, valid_during=valid_during,
@@ -254,10 +270,19 @@ class Memory:
             "reuse": reuse, "reuseMaxAge": reuse_max_age, "confidenceFloor": confidence_floor,
             "hydeEmbedding": list(hyde_embedding) if hyde_embedding is not None else None, "ladder": ladder,
         })
+        external = resolve_reranker(reranker) if use_reranker is not False and reranker != "rescore" else None
+        if use_reranker and external is not None:
+            opts["k"] = max(k, min(rerank_depth or k, 50))
+        if hyde:
+            opts.update(await rewrite_options(llm or provider_from_env(), self.embedder, query,
+                                              mode="bm25" if mode in ("bm25", "graph") else mode, hyde=True, decompose=False))
         embedding = None if mode in ("bm25", "graph") else await self.embed_query(query)
         if embedding is not None:
             opts["embeddingModel"] = self.embedder.name
-        return _model(RecallResponse, await call(self.conn, "fn::amem::recall", query, embedding, opts))
+        raw = await call(self.conn, "fn::amem::recall", query, embedding, opts)
+        if use_reranker or (use_reranker is None and raw.get("escalated")):
+            raw = await rerank_recall_step(self.conn, external, query, raw, k)
+        return _model(RecallResponse, raw)
 
     # --- forget and inspect (fn::amem::forget, fn::amem::inspect) -------------------------
     async def forget(
@@ -464,11 +489,24 @@ class Documents:
         feedback: bool | None = None,
         page_size: int | None = None,
         cursor: str | None = None,
+        reranker: Reranker | str | None = None,
+        rerank_depth: int | None = None,
+        rerank_mix: float | None = None,
+        hyde: bool | None = None,
+        decompose: bool | None = None,
+        llm: ChatProvider | None = None,
     ) -> QueryResponse:
         """Ranked passages for ``query``: embeds it (unless mode is bm25), then ONE
-        round trip to ``fn::amem::documents::query``. Options and defaults as the
-        spec; ``use_hyde`` / ``decompose_query`` / ``use_reranker`` fall back
-        without error (no LLM attached), reported in ``warnings`` and the trace.
+        round trip to ``fn::amem::documents::query``. Options and defaults as the spec.
+
+        ``use_reranker``: a second stage over the top ``rerank_depth`` (default 50)
+        fused candidates. ``reranker`` None / ``"rescore"``: in the database (BM25 +
+        cosine z-mix, ``rerank_mix`` the cosine share; an ``AMEM_RERANK_URL`` endpoint
+        when set); a :class:`~amem_db.rerank.Reranker`, ``"endpoint"``, a URL or
+        ``"cross-encoder:PATH"``: scored here after the round trip and recorded in the
+        same trace (amem_db/rerank.py). ``hyde`` (= ``use_hyde``) / ``decompose``
+        (= ``decompose_query``) ask ``llm`` (default: ``AMEM_LLM_URL``, amem_db/llm.py);
+        without one, or when it fails, a single query runs and the trace says why.
         ``as_of`` / ``at_instant`` (versioned storage only): the passages stored by
         then and not replaced by then, with the replaced versions a database migrated
         with ``document_history=True`` keeps (those hits carry ``chunk.replaced_at``).
@@ -478,6 +516,7 @@ class Documents:
         of that frozen set, without embedding or ranking again (the query is not used)."""
         if not isinstance(query, str):
             raise TypeError(f"a query is a str, not {type(query).__name__}")
+        external = resolve_reranker(reranker) if use_reranker else None
         opts = _clean({
             "mode": mode, "k": k, "threshold": threshold, "vectorWeight": vector_weight, "rrfK": rrf_k,
             "filter": _filter(filter), "lens": _lens(lens), "expandContext": expand_context, "graphAlpha": graph_alpha,
@@ -485,11 +524,18 @@ class Documents:
             "useHyde": use_hyde, "decomposeQuery": decompose_query, "useReranker": use_reranker,
             "location": location, "feedback": feedback, "pageSize": page_size, "cursor": cursor,
             **time_options(as_of=as_of, at_instant=at_instant),
+            "reranker": "client" if external is not None else None, "rerankDepth": rerank_depth, "rerankMix": rerank_mix,
         })
+        if cursor is None and (hyde or use_hyde or decompose or decompose_query):
+            opts.update(await rewrite_options(llm or provider_from_env(), self.mem.embedder, query, mode=mode,
+                                              hyde=bool(hyde or use_hyde), decompose=bool(decompose or decompose_query)))
         embedding = None if mode == "bm25" or cursor is not None else await self.mem.embed_query(query)
         if embedding is not None:
             opts["embeddingModel"] = self.mem.embedder.name
-        return _model(QueryResponse, await call(self.mem.conn, "fn::amem::documents::query", query, embedding, opts))
+        raw = await call(self.mem.conn, "fn::amem::documents::query", query, embedding, opts)
+        if external is not None:
+            raw = await rerank_documents(self.mem.conn, external, query, raw)
+        return _model(QueryResponse, raw)
 
     async def versions(self, id: str) -> builtins.list[DocumentVersion]:
         """A document's versions, the current one first, then each replaced version

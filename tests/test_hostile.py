@@ -64,7 +64,7 @@ vector = st.one_of(st.none(), hostile,
                    st.just([0.0] * DIM), st.just([1.0] * (DIM + 1)))
 QUERY_KEYS = ["mode", "k", "threshold", "vectorWeight", "rrfK", "filter", "lens", "expandContext", "useHyde",
               "decomposeQuery", "useReranker", "caller", "embeddingModel", "graphAlpha", "graphDepth", "expandGraph", "graphEdges",
-              "asOf", "atInstant", "validAt"]
+              "asOf", "atInstant", "validAt", "reranker", "rerankDepth", "rerankMix", "hydeEmbedding", "subQueries", "skipped"]
 query_opts = st.one_of(hostile, st.dictionaries(st.sampled_from(QUERY_KEYS), st.one_of(
     hostile, lens, st.sampled_from(["hybrid", "vector", "bm25", "hybrid_graph"]),
     st.fixed_dictionaries({}, optional={"mimeType": hostile, "documentIds": st.one_of(hostile, st.lists(st.sampled_from(INJECTIONS), max_size=5)), "x": hostile})),
@@ -169,6 +169,10 @@ FUNCTIONS = {  # name -> strategy of the argument tuple
     "fn::amem::traces::feedback": st.tuples(hostile, st.one_of(hostile, small_int), st.one_of(hostile, st.sampled_from(["useful", "wrong"]))),
     "fn::amem::traces::retention": st.tuples(st.one_of(st.none(), hostile, st.dictionaries(st.sampled_from(["maxAge", "maxCount"]), st.one_of(
         hostile, st.sampled_from(["30d", "1h", "999999y", "0", 0, 3650])), max_size=2))),
+    # a client reranker's scores into a trace (surql/480_rerank): only the caller's own traces
+    "fn::amem::rerank::record": st.tuples(st.one_of(hostile, st.sampled_from(INJECTIONS)), st.one_of(hostile, st.fixed_dictionaries(
+        {"method": hostile}, optional={"scores": st.one_of(hostile, st.lists(st.fixed_dictionaries(
+            {"id": st.one_of(hostile, st.sampled_from(INJECTIONS)), "score": hostile}), max_size=3)), "error": hostile}))),
     "fn::amem::scope::within": st.tuples(st.one_of(paths, hostile), st.one_of(st.lists(paths, max_size=5), hostile)),
     "fn::amem::scope::writable": st.tuples(st.one_of(st.lists(paths, max_size=5), hostile)),
     "fn::amem::scope::forgettable": st.tuples(st.one_of(st.lists(paths, max_size=5), hostile)),

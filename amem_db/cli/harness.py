@@ -59,7 +59,7 @@ async def eval_command(
     session: Session,
     datasets: list[Path] = typer.Argument(..., help="BEIR-layout folder(s): corpus.jsonl, queries.jsonl, qrels/<split>.tsv"),
     split: str | None = typer.Option(None, help="qrels split to score (default: the only one in qrels/)"),
-    modes: str | None = typer.Option(None, help="comma-separated modes (documents: bm25,vector,hybrid,hybrid_graph; "
+    modes: str | None = typer.Option(None, help="comma-separated modes (documents: bm25,vector,hybrid,hybrid_graph, each also as MODE+rerank: the in-database rescore on; "
                                      "conversations: bm25,vector,hybrid, graph on request); a mode the engine does not "
                                      "implement yet is reported as not available"),
     k: int = typer.Option(50, help="passages requested per query (max 50); Recall@k is reported next to @10"),
@@ -172,10 +172,10 @@ async def eval_command(
 
 def _mode_list(modes: str | None, conversations: bool) -> list[str]:
     """The modes asked for (or the collection kind's default), each one the kind knows."""
-    from ..harness.evaluation import ALL_MODES
+    from ..harness.evaluation import ALL_MODES, RERANK_MODES
     from ..harness.locomo import DEFAULT_RECALL_MODES, RECALL_MODES
 
-    known, default = (RECALL_MODES, DEFAULT_RECALL_MODES) if conversations else (ALL_MODES, ALL_MODES)
+    known, default = (RECALL_MODES, DEFAULT_RECALL_MODES) if conversations else (ALL_MODES + RERANK_MODES, ALL_MODES)
     mode_list = [m.strip() for m in modes.split(",") if m.strip()] if modes else list(default)
     bad = [m for m in mode_list if m not in known]
     if bad:

@@ -72,6 +72,29 @@ def within_option() -> Any:
     return typer.Option(None, "--within", metavar="WKT", help='only rows inside the polygon, e.g. "POLYGON((lng lat, ...))"')
 
 
+def rerank_option() -> Any:
+    return typer.Option(None, "--rerank", metavar="RERANKER", callback=check_rerank,
+                        help="rerank the fused candidates: rescore (in the database: BM25 + cosine), endpoint "
+                             "(AMEM_RERANK_URL), an http(s) URL of a /v1/rerank endpoint, or cross-encoder:PATH")
+
+
+def check_rerank(value: str | None) -> str | None:
+    """--rerank's syntax, as a usage error (exit 2); the reranker itself is built by the client."""
+    if value is not None and value not in ("rescore", "endpoint") and not value.startswith(("http://", "https://", "cross-encoder:")):
+        raise typer.BadParameter(f"{value!r}: rescore, endpoint, an http(s) URL, or cross-encoder:PATH", param_hint="--rerank")
+    return value
+
+
+def hyde_option() -> Any:
+    return typer.Option(False, "--hyde", help="HyDE: embed an LLM's hypothetical answer (AMEM_LLM_URL) for the vector "
+                                              "leg; without a provider the query runs as given and the trace says so")
+
+
+def decompose_option() -> Any:
+    return typer.Option(False, "--decompose", help="split the query into sub-questions with the LLM (AMEM_LLM_URL), "
+                                                   "each through the legs, merged by RRF (mode hybrid)")
+
+
 def nearest_option() -> Any:
     return typer.Option(None, "--nearest", metavar="LAT,LNG,K", help="rank the K rows nearest the point as one more RRF leg")
 
@@ -97,6 +120,9 @@ async def query(
     nearest: str | None = nearest_option(),
     as_of: str | None = as_of_option(),
     at_instant: str | None = at_instant_option(),
+    rerank: str | None = rerank_option(),
+    hyde: bool = hyde_option(),
+    decompose: bool = decompose_option(),
     json_output: bool = json_option("the full response (results, contextHits, trace) as JSON"),
 ) -> None:
     """Search passages: hybrid (BM25 + vector, RRF) by default, one database round trip.
@@ -117,7 +143,8 @@ async def query(
         filter=flt or None, lens=parse_lens(lens), expand_context=False if no_context else None,
         graph_edges=graph_edges.split(",") if graph_edges else None, graph_alpha=graph_alpha,
         graph_depth=graph_depth, expand_graph=expand_graph or None, location=parse_location(near, within, nearest),
-        as_of=as_of, at_instant=at_instant))
+        as_of=as_of, at_instant=at_instant,
+        use_reranker=True if rerank else None, reranker=rerank or None, hyde=hyde or None, decompose=decompose or None))
     if json_output:
         return print_json(response)
     table = Table("#", "score", "document", "section", "passage", show_lines=True)
@@ -181,6 +208,9 @@ async def recall(
     reuse: bool = typer.Option(False, "--reuse", help="tier 2: return a stored answer (mem.answers.remember) that still holds"),
     confidence_floor: float | None = typer.Option(None, "--confidence-floor", help="tier 4 runs when the best fused score is under it (default 0.40)"),
     no_ladder: bool = typer.Option(False, "--no-ladder", help="tier 3 alone: no key reads (tier 1), no escalation (tier 4)"),
+    rerank: str | None = typer.Option(None, "--rerank", metavar="RERANKER", callback=check_rerank,
+                                      help="rerank the hits after the round trip: endpoint (AMEM_RERANK_URL), an http(s) "
+                                           "URL of a /v1/rerank endpoint, or cross-encoder:PATH"),
     json_output: bool = json_option("the full response (hits, contextHits, seedEntities, queryWindow, trace) as JSON"),
 ) -> None:
     """Recall facts and passages together, ranked in one database round trip.
@@ -198,7 +228,7 @@ async def recall(
         valid_during=parse_during(valid_during),
         query_window=False if no_query_window else None, strict_window=True if strict_window else None,
         window_weight=window_weight, now=now, reuse=True if reuse else None, confidence_floor=confidence_floor,
-        ladder=False if no_ladder else None))
+        ladder=False if no_ladder else None, use_reranker=True if rerank else None, reranker=rerank or None))
     if json_output:
         return print_json(response)
     table = Table("#", "source", "score", "text", "valid", "citation", show_lines=True)

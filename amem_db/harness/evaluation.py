@@ -44,6 +44,8 @@ from .query_types import OVERLAP_BUCKETS, QUERY_TYPES, tag_queries, tag_table
 
 ALL_MODES = ("bm25", "vector", "hybrid", "hybrid_graph")
 DEFAULT_MODES = ALL_MODES
+#: a mode with the second stage on (use_reranker, the in-database rescore; docs/EVALUATION.md "Reranking")
+RERANK_MODES = tuple(f"{m}+rerank" for m in ALL_MODES)
 
 
 @dataclass
@@ -70,7 +72,9 @@ async def run_mode(mem: Any, ds: Dataset, mode: str, *, k: int = MAX_K, threshol
     for i, (qid, text) in enumerate(ds.queries.items()):
         t0 = time.perf_counter()
         try:
-            resp = await mem.documents.query(text, mode=mode, k=k, threshold=threshold, filter=filter)
+            base, _, rerank = mode.partition("+")
+            resp = await mem.documents.query(text, mode=base, k=k, threshold=threshold, filter=filter,
+                                             use_reranker=bool(rerank) or None)
         except NotImplementedMode as exc:
             run.available, run.error = False, str(exc)
             break
@@ -154,7 +158,7 @@ async def evaluate_dataset(ds: Dataset, embedder: Any, *, modes: list[str], k: i
     """Ingest (or reuse), run every mode, return the report dict."""
     from amem_db.connection import close_quietly
 
-    check_run(k, MAX_K, "the query API", modes, ALL_MODES)
+    check_run(k, MAX_K, "the query API", modes, ALL_MODES + RERANK_MODES)
     metrics = metric_names(k)
     started = time.perf_counter()
     prepared = await prepare_database(ds, embedder, title_mode=title_mode, url=url, db_dir=db_dir, fresh=fresh,
