@@ -290,7 +290,7 @@ async def test_recall_takes_a_hyde_embedding_too(mem):
                      {"mode": "vector", "threshold": 0.0, "useHyde": True, "hydeEmbedding": hyde, "include": ["passages"]})
     assert res["hits"][0]["citation"]["documentSource"] == "trains" and res["hits"][0]["score"] == pytest.approx(1.0, abs=1e-5)
     assert res["trace"]["options"]["hyde"].startswith("applied") and "rw" not in res["trace"]["options"]
-    res = await call(mem.conn, "fn::amem::recall", "rails", None, {"mode": "graph", "hydeEmbedding": hyde})
+    res = await call(mem.conn, "fn::amem::recall", "rails", None, {"mode": "graph", "useHyde": True, "hydeEmbedding": hyde})
     assert res["trace"]["options"]["hyde"] == "skipped (mode graph runs no vector leg)"
     with pytest.raises(EmbeddingMismatch, match="hydeEmbedding has 2 dimensions"):
         await call(mem.conn, "fn::amem::recall", "rails", q, {"hydeEmbedding": [1.0, 0.0]})
