@@ -49,6 +49,12 @@ no nor not now of off on once only or other our ours ourselves out over own s sa
 that the their theirs them themselves then there these they this those through to too under until up very was we
 were what when where which while who whom why will with would you your yours yourself yourselves""".split())
 
+# documents.query fusion defaults (surql/300_fusion; measured in docs/EVALUATION.md
+# "Retrieval quality levers"): rrf | zscore | minmax, and the vectorWeight of a query
+# holding an identifier token (None: no query-aware weighting)
+DEFAULT_FUSION = "rrf"
+DEFAULT_IDENTIFIER_VECTOR_WEIGHT: float | None = None
+
 RENDER_CONTEXT: dict[str, object] = {
     "default_k": DEFAULT_K,
     "max_k": MAX_K,
@@ -56,4 +62,6 @@ RENDER_CONTEXT: dict[str, object] = {
     "known_mimes": list(KNOWN_MIME_TYPES),
     "embedding_fields": [list(x) for x in EMBEDDING_FIELDS],
     "query_stopwords": list(QUERY_STOPWORDS),
+    "default_fusion": DEFAULT_FUSION,
+    "default_identifier_vector_weight": DEFAULT_IDENTIFIER_VECTOR_WEIGHT,
 }

@@ -1,0 +1,418 @@
+"""Retrieval-quality levers (issue #16), measured on the shared splits.
+
+Two steps, so that one expensive pass over the engine feeds many cheap sweeps:
+
+``collect``  For one collection, through the product's own cached eval database
+             (amem_db/harness/database.py, same key as ``amem-db eval``), run the
+             two legs of documents.query for every judged query exactly as the
+             product does (``fn::amem::query::options`` -> ``weights`` ->
+             ``vector_leg`` with threshold -1 and ``bm25_leg``: the full
+             256-candidate pools with their raw scores) and store them with the
+             passage -> corpus id map in ``results/quality/legs/<name>.json``.
+             Variants re-run one leg:
+               --bm25 K1,B        the chunk_fts index redefined with BM25(K1, B)
+                                  (restored to the default afterwards);
+               --terms raw        query words without the stop-word drop;
+               --title-bm25 prepend|field
+                                  BM25 over a scratch copy of the passages with the
+                                  document title prepended, or the title as a
+                                  separate index whose score is added with a weight
+                                  (scratch tables, dropped afterwards);
+               --embed-context    the vector leg over "title / section / passage"
+                                  embeddings computed here (numpy, exact cosine; the
+                                  baseline vector leg is recomputed the same way).
+``sweep``    Offline fusion of the stored legs (the product's RRF re-implemented,
+             checked against the product's hybrid figures; z-score / min-max score
+             fusion; thresholds; query-aware weights) scored with the harness's ranx
+             metrics, overall and per query type. Writes a markdown table.
+
+Usage (AMEM_CACHE_DIR keeps the embeddings; one collection at a time):
+  python scripts/quality_levers.py collect /work/shared/datasets/cranfield
+  python scripts/quality_levers.py collect /work/shared/datasets/cranfield --bm25 0.9,0.4
+  python scripts/quality_levers.py sweep --out results/quality/sweep.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from amem_db.harness.datasets import Dataset, load_dataset  # noqa: E402
+from amem_db.harness.metrics import evaluate, metric_names  # noqa: E402
+from amem_db.harness.query_types import OVERLAP_BUCKETS, QUERY_TYPES, tag_queries  # noqa: E402
+
+LEGS_DIR = ROOT / "results" / "quality" / "legs"
+K = 50  # passages per query, as the eval
+POOL = 256
+
+LEGS_SQL = """
+LET $o = fn::amem::query::options($q, $e, { mode: 'hybrid' });
+LET $w = fn::amem::query::weights($o, $q);
+RETURN {
+    v: fn::amem::query::vector_leg($e, $o.f, -1).rows.map(|$r| [<string> $r.id, $r.sim]),
+    l: IF $w.runLex { fn::amem::query::bm25_leg($TERMS, $o.f).rows.map(|$r| [<string> $r.id, $r.score]) } ELSE { [] },
+    terms: $w.terms.terms,
+};
+"""
+
+
+# -- collect -----------------------------------------------------------------------
+
+
+async def _q(conn: Any, sql: str, vars: dict[str, Any] | None = None) -> Any:
+    """The last statement's result (the SDK returns one entry per statement)."""
+    res = await conn.query(sql, vars or {})
+    return res[-1] if isinstance(res, list) and res else res
+
+
+async def _prepare(ds: Dataset, title_mode: str) -> Any:
+    from amem_db.embedding import get_embedder
+    from amem_db.harness.database import prepare_database
+
+    return await prepare_database(ds, get_embedder("minilm"), title_mode=title_mode)
+
+
+async def _passages(conn: Any) -> dict[str, dict[str, Any]]:
+    rows = await _q(conn,
+        "SELECT <string> id AS id, document.source AS source, document.title AS title, section_heading AS section, text FROM chunk")
+    return {r["id"]: {"doc": (r["source"] or "").rsplit("#", 1)[-1], "title": r.get("title") or "",
+                      "section": r.get("section") or "", "text": r["text"]} for r in rows}
+
+
+async def _legs(conn: Any, mem: Any, ds: Dataset, terms: str, lex_table: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    sql = LEGS_SQL.replace("$TERMS", "array::join(fn::amem::query::terms($q).terms, ' ')" if terms == "content"
+                           else "array::join(string::split(string::trim(string::replace($q, <regex> '[^\\\\p{L}\\\\p{N}]+', ' ')), ' ').filter(|$x| $x != ''), ' ')")
+    if lex_table:
+        sql = sql.replace("fn::amem::query::bm25_leg($TERMS, $o.f).rows", "")  # not used
+    for i, (qid, text) in enumerate(ds.queries.items()):
+        e = await mem.embed_query(text)
+        t0 = time.perf_counter()
+        res = await _q(conn, sql, {"q": text, "e": e})
+        out[qid] = {"v": res["v"], "l": res["l"], "terms": res["terms"], "ms": (time.perf_counter() - t0) * 1000}
+        if lex_table:
+            out[qid]["l"] = await _scratch_bm25(conn, lex_table, " ".join(res["terms"]))
+        if (i + 1) % 100 == 0:
+            print(f"  {i + 1}/{len(ds.queries)} queries", file=sys.stderr)
+    return out
+
+
+async def _scratch_bm25(conn: Any, table: str, text: str) -> list[list[Any]]:
+    if not text:
+        return []
+    rows = await _q(conn,
+        f"SELECT <string> id AS id, search::score(1) AS score FROM {table} WHERE text @1,OR@ $t "
+        f"ORDER BY score DESC, id ASC LIMIT {POOL}", {"t": text})
+    return [[r["id"].replace(f"{table}:", "chunk:", 1), r["score"]] for r in rows]
+
+
+async def _title_field(conn: Any, ds: Dataset, legs: dict[str, Any], passages: dict[str, Any]) -> None:
+    """The title as its own BM25 field: the matching titles' scores per corpus id,
+    stored per query (the sweep adds them to the passage score with a weight)."""
+    await conn.query("REMOVE TABLE IF EXISTS q_title; DEFINE TABLE q_title SCHEMALESS; "
+                     "DEFINE INDEX q_title_text ON q_title FIELDS text FULLTEXT ANALYZER knowledge_text BM25(1.2,0.75);")
+    titles = {p["doc"]: p["title"] for p in passages.values()}
+    items = [{"id": d, "text": t} for d, t in titles.items() if t]
+    for i in range(0, len(items), 500):
+        await conn.query("FOR $r IN $rows { CREATE type::record('q_title', $r.id) SET text = $r.text };",
+                         {"rows": items[i:i + 500]})
+    for qid in ds.queries:
+        text = " ".join(legs[qid]["terms"])
+        rows = await _scratch_bm25(conn, "q_title", text) if text else []
+        legs[qid]["t"] = [[r[0].split(":", 1)[1].strip("`⟨⟩"), r[1]] for r in rows]
+    await conn.query("REMOVE TABLE q_title;")
+
+
+async def _title_prepend_table(conn: Any) -> str:
+    await conn.query("REMOVE TABLE IF EXISTS q_chunk_title; DEFINE TABLE q_chunk_title SCHEMALESS; "
+                     "DEFINE INDEX q_chunk_title_text ON q_chunk_title FIELDS text FULLTEXT ANALYZER knowledge_text BM25(1.2,0.75);")
+    ids = await _q(conn, "SELECT VALUE id FROM chunk")
+    for i in range(0, len(ids), 500):
+        await conn.query("FOR $c IN (SELECT id, text, document.title AS title FROM $ids) { "
+                         "CREATE type::record('q_chunk_title', record::id($c.id)) SET text = "
+                         "IF $c.title != NONE AND $c.title != '' { $c.title + '\n\n' + $c.text } ELSE { $c.text } };",
+                         {"ids": ids[i:i + 500]})
+    return "q_chunk_title"
+
+
+def _context_text(p: dict[str, Any]) -> str:
+    head = "\n".join(x for x in (p["title"], p["section"]) if x)
+    return f"{head}\n\n{p['text']}" if head else p["text"]
+
+
+def _exact_vector(mem: Any, ds: Dataset, passages: dict[str, Any], contextual: bool) -> dict[str, list[list[Any]]]:
+    import numpy as np
+
+    ids = sorted(passages)
+    texts = [_context_text(passages[i]) if contextual else passages[i]["text"] for i in ids]
+    vecs: list[list[float]] = []
+    for j in range(0, len(texts), 64):
+        vecs.extend(mem.embedder.embed_documents(texts[j:j + 64]))
+        if (j // 64) % 10 == 0:
+            print(f"  embedded {j + 64}/{len(texts)}", file=sys.stderr)
+    m = np.asarray(vecs, dtype=np.float32)
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    out = {}
+    for qid, text in ds.queries.items():
+        q = np.asarray(mem.embedder.embed_query(text), dtype=np.float32)
+        sims = m @ (q / np.linalg.norm(q))
+        top = np.argsort(-sims, kind="stable")[:POOL]
+        out[qid] = [[ids[t], float(sims[t])] for t in top]
+    return out
+
+
+async def collect(args: argparse.Namespace) -> None:
+    from amem_db.connection import close_quietly
+
+    ds = load_dataset(args.dataset)
+    name = ds.name + (f"-{args.tag}" if args.tag else "")
+    prepared = await _prepare(ds, args.title_mode)
+    conn, mem = prepared.mem.conn, prepared.mem
+    LEGS_DIR.mkdir(parents=True, exist_ok=True)
+    try:
+        passages = await _passages(conn)
+        if args.bm25:
+            k1, b = (float(x) for x in args.bm25.split(","))
+            t0 = time.perf_counter()
+            await conn.query(f"DEFINE INDEX OVERWRITE chunk_fts_text ON chunk_fts FIELDS text FULLTEXT "
+                             f"ANALYZER knowledge_text BM25({k1},{b}) HIGHLIGHTS;")
+            print(f"  index rebuilt in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        lex_table = await _title_prepend_table(conn) if args.title_bm25 == "prepend" else None
+        legs = await _legs(conn, mem, ds, args.terms, lex_table)
+        if lex_table:
+            await conn.query(f"REMOVE TABLE {lex_table};")
+        if args.title_bm25 == "field":
+            await _title_field(conn, ds, legs, passages)
+        if args.embed_context:
+            for contextual, key in ((False, "v_exact"), (True, "v")):
+                vec = _exact_vector(mem, ds, passages, contextual)
+                for qid in legs:
+                    legs[qid][key] = vec[qid]
+    finally:
+        if args.bm25:
+            await conn.query("DEFINE INDEX OVERWRITE chunk_fts_text ON chunk_fts FIELDS text FULLTEXT "
+                             "ANALYZER knowledge_text BM25(1.2,0.75) HIGHLIGHTS;")
+        await close_quietly(conn)
+    doc_of = {pid: p["doc"] for pid, p in passages.items()}
+    meta = {"dataset": ds.name, "split": ds.split, "path": str(ds.path), "variant": vars(args) | {"func": None},
+            "chunks": len(passages), "db_size": prepared.ingest.get("chunks")}
+    (LEGS_DIR / f"{name}.json").write_text(json.dumps({"meta": meta, "doc_of": doc_of, "legs": legs}))
+    print(f"wrote {LEGS_DIR / (name + '.json')}", file=sys.stderr)
+
+
+# -- offline fusion -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Config:
+    """One ranking rule over the stored legs. ``fusion``: rrf | zscore | minmax | vector | bm25."""
+
+    fusion: str = "rrf"
+    vw: float = 0.5
+    rrf_k: float = 60.0
+    threshold: float | None = 0.5  # absolute cosine floor (None: none)
+    relative: float | None = None  # keep vector rows with sim >= best - relative
+    id_vw: float | None = None  # vectorWeight for queries with an identifier token
+    title_w: float = 0.0  # the title field's weight (legs "t")
+    label: str = ""
+
+
+def _vector_rows(rows: list[list[Any]], c: Config) -> list[list[Any]]:
+    if c.threshold is not None:
+        rows = [r for r in rows if r[1] >= c.threshold]
+    if c.relative is not None and rows:
+        best = rows[0][1]
+        rows = [r for r in rows if r[1] >= best - c.relative]
+    return rows
+
+
+def rrf(lists: list[list[str]], weights: list[float], k: float) -> list[tuple[str, float]]:
+    """fn::amem::fusion::rrf: each id once at its best rank; ties by id."""
+    acc: dict[str, float] = {}
+    for lst, w in zip(lists, weights, strict=True):
+        seen: dict[str, None] = dict.fromkeys(lst)
+        for r, i in enumerate(seen):
+            acc[i] = acc.get(i, 0.0) + float(w) / (k + r + 1)
+    return sorted(acc.items(), key=lambda x: (-round(x[1], 12), x[0]))
+
+
+def _norm(rows: list[list[Any]], how: str) -> dict[str, float]:
+    if not rows:
+        return {}
+    s = [float(r[1]) for r in rows]
+    if how == "zscore":
+        mu = statistics.fmean(s)
+        sd = statistics.pstdev(s)
+        return {r[0]: (float(r[1]) - mu) / sd if sd > 0 else 0.0 for r in rows}
+    lo, hi = min(s), max(s)
+    return {r[0]: (float(r[1]) - lo) / (hi - lo) if hi > lo else 1.0 for r in rows}
+
+
+def score_fusion(v: list[list[Any]], lex: list[list[Any]], wv: float, how: str) -> list[tuple[str, float]]:
+    """Per query, each leg's raw scores normalised over its own candidates
+    (z-score or min-max); a passage missing from a leg gets that leg's lowest
+    normalised score; fused = wv * vector + (1 - wv) * bm25; ties by id."""
+    nv, nl = _norm(v, how), _norm(lex, how)
+    floor_v = min(nv.values(), default=0.0)
+    floor_l = min(nl.values(), default=0.0)
+    ids = set(nv) | set(nl)
+    wl = 1.0 - wv
+    fused = {i: (wv * nv.get(i, floor_v) if nv else 0.0) + (wl * nl.get(i, floor_l) if nl else 0.0) for i in ids}
+    return sorted(fused.items(), key=lambda x: (-round(x[1], 12), x[0]))
+
+
+def _with_title(lex: list[list[Any]], titles: list[list[Any]], doc_of: dict[str, str], w: float) -> list[list[Any]]:
+    if not w or not titles:
+        return lex
+    t = {d: s for d, s in titles}
+    rows = [[i, s + w * t.get(doc_of.get(i, ""), 0.0)] for i, s in lex]
+    return sorted(rows, key=lambda r: (-r[1], r[0]))
+
+
+def rank_query(leg: dict[str, Any], c: Config, doc_of: dict[str, str], is_identifier: bool) -> list[str]:
+    v = _vector_rows(leg["v"], c)
+    lex = _with_title(leg["l"], leg.get("t") or [], doc_of, c.title_w)
+    vw = c.id_vw if (c.id_vw is not None and is_identifier) else c.vw
+    if c.fusion == "vector":
+        fused = [(i, s) for i, s in v]
+    elif c.fusion == "bm25":
+        fused = [(i, s) for i, s in lex]
+    elif c.fusion == "rrf":
+        fused = rrf([[r[0] for r in v], [r[0] for r in lex]], [vw, 1 - vw], c.rrf_k)
+    else:
+        fused = score_fusion(v, lex, vw, c.fusion)
+    docs: dict[str, None] = {}
+    for pid, _ in fused[:K]:
+        d = doc_of.get(pid)
+        if d is not None:
+            docs.setdefault(d, None)
+    return list(docs)
+
+
+def query_is_identifier(text: str) -> bool:
+    """The query-time half of the query-type heuristic: an identifier token at all
+    (types identifier and mixed; the overlap axis needs the judged documents)."""
+    from amem_db.harness.query_types import identifier_tokens
+
+    return bool(identifier_tokens(text))
+
+
+def score(ds: Dataset, data: dict[str, Any], c: Config, tags: dict[str, Any]) -> dict[str, Any]:
+    metrics = metric_names(K)
+    rankings = {q: rank_query(data["legs"][q], c, data["doc_of"], query_is_identifier(ds.queries[q])) for q in ds.queries}
+    out: dict[str, Any] = {"all": evaluate(ds.qrels, rankings, metrics),
+                           "empty": sum(1 for q in ds.queries if not _vector_rows(data["legs"][q]["v"], c))}
+    for group in QUERY_TYPES + OVERLAP_BUCKETS:
+        ids = [q for q, t in tags.items() if group in (t["type"], t["overlap_bucket"])]
+        if ids and group != "no-answer":
+            out[group] = {"n": len(ids), **evaluate(ds.qrels, rankings, metrics, ids)}
+    return out
+
+
+def load_legs(name: str) -> tuple[Dataset, dict[str, Any]]:
+    data = json.loads((LEGS_DIR / f"{name}.json").read_text())
+    return load_dataset(data["meta"]["path"], data["meta"]["split"]), data
+
+
+GROUPS = ("identifier", "mixed", "paraphrase", "low-overlap", "high-overlap")
+
+
+def table(rows: Iterable[tuple[str, str, dict[str, Any]]], base: dict[str, dict[str, Any]] | None = None) -> str:
+    lines = ["| collection | config | nDCG@10 | Δ | R@50 | vector-empty | " + " | ".join(GROUPS) + " |",
+             "|---|---|---|---|---|---|" + "---|" * len(GROUPS)]
+    for coll, label, r in rows:
+        b = (base or {}).get(coll)
+        nd = r["all"]["ndcg@10"]
+        delta = f"{nd - b['all']['ndcg@10']:+.3f}" if b else ""
+        cells = []
+        for g in GROUPS:
+            if g in r:
+                x = r[g]["ndcg@10"]
+                d = f" ({x - b[g]['ndcg@10']:+.3f})" if b and g in b else ""
+                cells.append(f"{x:.3f}{d}")
+            else:
+                cells.append("-")
+        lines.append(f"| {coll} | {label} | {nd:.3f} | {delta} | {r['all'][f'recall@{K}']:.3f} | {r['empty']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def run_configs(names: list[str], configs: list[Config], base_label: str = "rrf") -> str:
+    out_rows = []
+    base: dict[str, dict[str, Any]] = {}
+    for name in names:
+        ds, data = load_legs(name)
+        tags = tag_queries(ds)
+        for c in configs:
+            r = score(ds, data, c, tags)
+            if c.label == base_label:
+                base[name] = r
+            out_rows.append((name, c.label, r))
+    return table(out_rows, base)
+
+
+SWEEPS: dict[str, Callable[[], list[Config]]] = {
+    "legs": lambda: [Config("bm25", label="bm25"), Config("vector", label="vector"), Config(label="rrf")],
+    "fusion": lambda: [Config(label="rrf")] + [Config(f, vw=w, label=f"{f} vw={w}") for f in ("zscore", "minmax")
+                                              for w in (0.3, 0.4, 0.5, 0.6, 0.7)]
+    + [Config(f, vw=w, threshold=None, label=f"{f} vw={w} no-threshold") for f in ("zscore",) for w in (0.4, 0.5, 0.6)],
+    "rrf": lambda: [Config(label="rrf")] + [Config(rrf_k=k, vw=w, label=f"rrf k={k:g} vw={w}")
+                                           for k in (10, 30, 60, 100) for w in (0.4, 0.5, 0.6)],
+    "threshold": lambda: [Config(label="rrf")] + [Config("vector", threshold=t, label=f"vector thr={t}") for t in (0.5, 0.4, 0.3, 0.2, None)]
+    + [Config("vector", threshold=None, relative=r, label=f"vector rel={r}") for r in (0.1, 0.2, 0.3)]
+    + [Config(threshold=t, label=f"rrf thr={t}") for t in (0.4, 0.3, None)]
+    + [Config(threshold=None, relative=r, label=f"rrf rel={r}") for r in (0.1, 0.2)],
+    "query-aware": lambda: [Config(label="rrf")] + [Config(id_vw=w, label=f"rrf id_vw={w}") for w in (0.2, 0.3, 0.4)]
+    + [Config("zscore", vw=0.5, id_vw=w, label=f"zscore vw=0.5 id_vw={w}") for w in (0.3, 0.4)],
+    "title-field": lambda: [Config(label="rrf")] + [Config("bm25", title_w=w, label=f"bm25 title_w={w}") for w in (0.0, 0.5, 1.0, 2.0)]
+    + [Config(title_w=w, label=f"rrf title_w={w}") for w in (0.5, 1.0, 2.0)],
+}
+
+
+def sweep(args: argparse.Namespace) -> None:
+    names = args.names.split(",")
+    text = []
+    for s in args.sweeps.split(","):
+        text.append(f"### {s}\n\n" + run_configs(names, SWEEPS[s]()))
+    md = "\n\n".join(text) + "\n"
+    print(md)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(md)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("collect")
+    c.add_argument("dataset")
+    c.add_argument("--tag", default="")
+    c.add_argument("--title-mode", default="separate", choices=["separate", "prepend"])
+    c.add_argument("--bm25", default="")
+    c.add_argument("--terms", default="content", choices=["content", "raw"])
+    c.add_argument("--title-bm25", default="", choices=["", "prepend", "field"])
+    c.add_argument("--embed-context", action="store_true")
+    c.set_defaults(func=lambda a: asyncio.run(collect(a)))
+    s = sub.add_parser("sweep")
+    s.add_argument("--names", default="cranfield,cisi,scifact")
+    s.add_argument("--sweeps", default="legs,fusion,rrf,threshold,query-aware")
+    s.add_argument("--out", default="")
+    s.set_defaults(func=sweep)
+    a = p.parse_args()
+    a.func(a)
+
+
+if __name__ == "__main__":
+    main()
+    _ = math

@@ -1,0 +1,202 @@
+"""Retrieval-quality options of documents.query (issue #16) on the real engine:
+score fusion (fusion: zscore | minmax, fn::amem::fusion::scores), the query-aware
+vector weight (identifierVectorWeight, fn::amem::fusion::has_identifier), and
+their validation. Expected orders are computed here in Python from the seeded
+cosines and from the BM25 scores the engine's own index gives (read with a plain
+SELECT), never copied from the engine's answer."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import numpy as np
+import pytest
+from surrealdb import RecordID
+from surrealdb.errors import ThrownError
+
+from amem_db.harness.query_types import identifier_tokens
+
+DIM = 384
+Q_CALL = "RETURN fn::amem::documents::query($q, $e, $o)"
+
+# key, text, cosine with the query vector
+CHUNKS = [
+    ("c0", "Gene p53 regulates the cell cycle and apoptosis in tumour cells.", 0.62),
+    ("c1", "The p53 protein binds DNA; mutations of p53 are common in cancer.", 0.41),
+    ("c2", "Cell cycle checkpoints stop division when DNA is damaged.", 0.71),
+    ("c3", "Apoptosis is programmed cell death.", 0.55),
+    ("c4", "Tumour suppressors such as p53 act at cell cycle checkpoints in tumour cells.", 0.30),
+    ("c5", "Wind tunnels measure the lift of an aerofoil.", 0.12),
+    ("c6", "Boundary layers separate at high angles of attack.", 0.48),
+]
+QUERY = "p53 cell cycle tumour"
+
+
+def unit(v: np.ndarray) -> np.ndarray:
+    return v / np.linalg.norm(v)
+
+
+@pytest.fixture(scope="module")
+async def corpus(db):
+    rng = np.random.default_rng(1616)
+    q = unit(rng.standard_normal(DIM))
+    emb = {}
+    for key, _, a in CHUNKS:
+        u = rng.standard_normal(DIM)
+        u = unit(u - (u @ q) * q)
+        emb[key] = a * q + math.sqrt(1 - a * a) * u
+    await db.query(
+        "INSERT INTO document { id: document:bio, title: 'Biology', source: 'bio.txt', text: 'x', content_hash: 'h', "
+        "mime_type: 'text/plain', scopes: ['org/q'] } RETURN NONE;"
+        "INSERT INTO chunk $rows RETURN NONE;",
+        {"rows": [{"id": RecordID("chunk", k), "document": RecordID("document", "bio"), "text": t, "position": i,
+                   "char_start": i * 100, "char_end": i * 100 + len(t), "mime_type": "text/plain",
+                   "scopes": ["org/q"], "embedding": [float(x) for x in emb[k]]}
+                  for i, (k, t, _) in enumerate(CHUNKS)]},
+    )
+    return {"q": [float(x) for x in q], "sim": {f"chunk:{k}": a for k, _, a in CHUNKS}}
+
+
+async def query(conn, q: str, e, **opts):
+    (res,) = await conn.query(Q_CALL, {"q": q, "e": e, "o": opts})
+    return res
+
+
+async def bm25_scores(conn, q: str) -> dict[str, float]:
+    (terms,) = await conn.query("RETURN fn::amem::query::terms($q)", {"q": q})
+    (rows,) = await conn.query("SELECT id, search::score(1) AS score FROM chunk_fts WHERE text @1,OR@ $t",
+                               {"t": terms["text"]})
+    return {str(r["id"]).replace("chunk_fts:", "chunk:", 1): float(r["score"]) for r in rows}
+
+
+def ref_scores(legs: list[dict[str, float]], weights: list[float], how: str) -> list[tuple[str, float]]:
+    """Reference score fusion: per leg z-score (population) or min-max over its own
+    candidates; a passage missing from a leg gets that leg's lowest normalised score;
+    ties by id."""
+    norm = []
+    for leg in legs:
+        s = list(leg.values())
+        if not s:
+            norm.append({})
+            continue
+        if how == "zscore":
+            mu, sd = statistics.fmean(s), statistics.pstdev(s)
+            norm.append({i: (x - mu) / sd if sd > 0 else 0.0 for i, x in leg.items()})
+        else:
+            lo, hi = min(s), max(s)
+            norm.append({i: (x - lo) / (hi - lo) if hi > lo else 1.0 for i, x in leg.items()})
+    ids = set().union(*norm)
+    fused = {i: sum(w * n.get(i, min(n.values())) for w, n in zip(weights, norm, strict=True) if n) for i in ids}
+    return sorted(fused.items(), key=lambda x: (-round(x[1], 12), x[0]))
+
+
+# --- fn::amem::fusion::scores -------------------------------------------------------------
+
+@pytest.mark.parametrize("how", ["zscore", "minmax"])
+async def test_score_fusion_matches_reference(db, how):
+    rng = np.random.default_rng(7)
+    for trial in range(20):
+        legs = []
+        for _ in range(2):
+            n = int(rng.integers(0, 12))
+            keys = rng.choice(20, size=n, replace=False)
+            legs.append({f"d{int(k):02d}": float(np.round(rng.normal(3, 2), 3)) for k in keys})
+        weights = [float(np.round(rng.uniform(0, 1), 2))]
+        weights.append(round(1 - weights[0], 2))
+        lists = [sorted(({"id": i, "score": s} for i, s in leg.items()), key=lambda r: -r["score"]) for leg in legs]
+        (got,) = await db.query("RETURN fn::amem::fusion::scores($l, $w, $h, 50)", {"l": lists, "w": weights, "h": how})
+        want = ref_scores(legs, weights, how)
+        assert [r["id"] for r in got] == [i for i, _ in want], (trial, legs, weights)
+        if got:
+            assert all(0 <= r["score"] <= 1 for r in got)
+
+
+async def test_score_fusion_missing_passage_sits_at_the_leg_floor(db):
+    # b is the vector leg's best and absent from BM25: under z-score it must not
+    # inherit BM25's mean (search::linear's rule), it gets BM25's lowest score
+    lists = [[{"id": "b", "score": 0.9}, {"id": "a", "score": 0.5}, {"id": "c", "score": 0.1}],
+             [{"id": "a", "score": 10.0}, {"id": "c", "score": 9.0}, {"id": "d", "score": 1.0}]]
+    (got,) = await db.query("RETURN fn::amem::fusion::scores($l, [0.5, 0.5], 'zscore', 10)", {"l": lists})
+    assert [r["id"] for r in got] == [i for i, _ in ref_scores(
+        [{r["id"]: r["score"] for r in lst} for lst in lists], [0.5, 0.5], "zscore")]
+    # search::linear's rule (missing = 0 = the mean) would put b first:
+    # vector z: b 1.22, a 0, c -1.22; BM25 z: a 0.83, c 0.58, d -1.41
+    assert got[0]["id"] == "a" and [r["id"] for r in got][:2] == ["a", "b"]
+    vz, lz = (1.5 ** 0.5, 0.0, -(1.5 ** 0.5)), [(x - 20 / 3) / statistics.pstdev([10, 9, 1]) for x in (10, 9, 1)]
+    attainable = 0.5 * (vz[0] - vz[2]) + 0.5 * (lz[0] - lz[2])
+    assert got[0]["score"] == pytest.approx((0.5 * (vz[1] - vz[2]) + 0.5 * (lz[0] - lz[2])) / attainable)
+
+
+async def test_score_fusion_ties_by_id_and_bad_arguments(db):
+    (got,) = await db.query("RETURN fn::amem::fusion::scores([[{id: 'b', score: 1}, {id: 'a', score: 1}]], [1], 'minmax', 10)")
+    assert [r["id"] for r in got] == ["a", "b"]
+    with pytest.raises(ThrownError, match="one weight per list"):
+        await db.query("RETURN fn::amem::fusion::scores([[{id: 'a', score: 1}]], [1, 2], 'zscore', 10)")
+    with pytest.raises(ThrownError, match="amem:invalid_input: fusion must be one of"):
+        await db.query("RETURN fn::amem::fusion::scores([[{id: 'a', score: 1}]], [1], 'borda', 10)")
+
+
+# --- documents.query fusion option ------------------------------------------------------------
+
+@pytest.mark.parametrize("how", ["zscore", "minmax"])
+async def test_query_score_fusion_ranks_by_the_reference(db, corpus, how):
+    lex = await bm25_scores(db, QUERY)
+    assert len(lex) >= 3  # the BM25 leg really has several candidates
+    vec = {i: s for i, s in corpus["sim"].items() if s >= 0.5}
+    res = await query(db, QUERY, corpus["q"], mode="hybrid", k=10, fusion=how, expandContext=False)
+    want = [i for i, _ in ref_scores([vec, lex], [0.5, 0.5], how)]
+    assert [str(h["chunk"]["id"]) for h in res["results"]] == want
+    assert res["trace"]["options"]["fusion"] == how
+    # the trace keeps each leg's rank and raw score; RRF contributions do not apply
+    hit = res["trace"]["hits"][0]
+    assert hit.get("rrf") is None and "contribution" not in (hit["bm25"] or {}) | (hit["vector"] or {})
+
+
+async def test_query_rrf_is_the_default_and_differs_from_zscore(db, corpus):
+    rrf = await query(db, QUERY, corpus["q"], k=10, expandContext=False)
+    explicit = await query(db, QUERY, corpus["q"], k=10, fusion="rrf", expandContext=False)
+    z = await query(db, QUERY, corpus["q"], k=10, fusion="zscore", expandContext=False)
+    order = [[str(h["chunk"]["id"]) for h in r["results"]] for r in (rrf, explicit, z)]
+    assert rrf["trace"]["options"]["fusion"] == "rrf"
+    assert order[0] == order[1]
+    assert order[0] != order[2]  # the seeded legs disagree enough for the rules to differ
+    assert rrf["trace"]["hits"][0]["rrf"] is not None
+
+
+async def test_bad_fusion_is_a_typed_error_naming_the_field_and_writes_nothing(db, corpus):
+    from amem_db.db import call
+    from amem_db.errors import InvalidInput
+
+    (before,) = await db.query("SELECT count() FROM retrieval_trace GROUP ALL")
+    for bad in ["borda", 3, ""]:
+        with pytest.raises(InvalidInput, match="fusion must be one of rrf, zscore, minmax"):
+            await call(db, "fn::amem::documents::query", QUERY, corpus["q"], {"fusion": bad})
+    with pytest.raises(InvalidInput, match="identifierVectorWeight must be in"):
+        await call(db, "fn::amem::documents::query", QUERY, corpus["q"], {"identifierVectorWeight": 2})
+    (after,) = await db.query("SELECT count() FROM retrieval_trace GROUP ALL")
+    assert after == before
+
+
+# --- query-aware weighting --------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["p53 cell cycle", "ERR-482 error", "(DNA) repair", "TNF-alpha, please", "a\tH1N1\nx",
+                                  "the 1990 study", "iPhone case", "x", "Ab", "plain words only", "MLWK3LL/A specs"])
+async def test_has_identifier_matches_the_eval_heuristic(db, text):
+    (got,) = await db.query("RETURN fn::amem::fusion::has_identifier($q)", {"q": text})
+    assert got is bool(identifier_tokens(text))
+
+
+async def test_identifier_vector_weight_applies_to_identifier_queries_only(db, corpus):
+    async def weight(q: str, **opts) -> float:
+        res = await query(db, q, corpus["q"], k=5, expandContext=False, **opts)
+        return res["trace"]["legs"]["vector"]["weight"]
+
+    assert await weight(QUERY, identifierVectorWeight=0.2) == pytest.approx(0.2)
+    assert await weight("cell cycle tumour", identifierVectorWeight=0.2) == pytest.approx(0.5)
+    # an explicit vectorWeight wins over the query-aware one
+    assert await weight(QUERY, identifierVectorWeight=0.2, vectorWeight=0.7) == pytest.approx(0.7)
+    # the ranking follows the weight: at 0.0 the identifier query is BM25's order
+    res = await query(db, QUERY, corpus["q"], k=10, identifierVectorWeight=0.0, expandContext=False)
+    bm25 = await query(db, QUERY, None, mode="bm25", k=10, expandContext=False)
+    assert [h["chunk"]["id"] for h in res["results"]] == [h["chunk"]["id"] for h in bm25["results"]]
