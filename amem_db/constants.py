@@ -54,6 +54,13 @@ were what when where which while who whom why will with would you your yours you
 # holding an identifier token (None: no query-aware weighting)
 DEFAULT_FUSION = "rrf"
 DEFAULT_IDENTIFIER_VECTOR_WEIGHT: float | None = None
+# embed each chunk as "title / section heading / passage" (amem_db/ingest.py embedding_text);
+# the stored text is the source's either way. Part of the eval database key.
+EMBED_CONTEXT = False
+# the vector leg's default cosine threshold per embedding model (surql/305_calibration),
+# by the model name amem_setting:embedding records; others get DEFAULT_THRESHOLD
+DEFAULT_THRESHOLD = 0.5
+MODEL_THRESHOLDS: dict[str, float] = {"minilm-l6-int8": 0.5}
 
 RENDER_CONTEXT: dict[str, object] = {
     "default_k": DEFAULT_K,
@@ -64,4 +71,6 @@ RENDER_CONTEXT: dict[str, object] = {
     "query_stopwords": list(QUERY_STOPWORDS),
     "default_fusion": DEFAULT_FUSION,
     "default_identifier_vector_weight": DEFAULT_IDENTIFIER_VECTOR_WEIGHT,
+    "default_threshold": DEFAULT_THRESHOLD,
+    "model_thresholds": dict(MODEL_THRESHOLDS),
 }

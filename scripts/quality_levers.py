@@ -329,11 +329,10 @@ def load_legs(name: str) -> tuple[Dataset, dict[str, Any]]:
 GROUPS = ("identifier", "mixed", "paraphrase", "low-overlap", "high-overlap")
 
 
-def table(rows: Iterable[tuple[str, str, dict[str, Any]]], base: dict[str, dict[str, Any]] | None = None) -> str:
+def table(rows: Iterable[tuple[str, str, dict[str, Any], dict[str, Any] | None]]) -> str:
     lines = ["| collection | config | nDCG@10 | Δ | R@50 | vector-empty | " + " | ".join(GROUPS) + " |",
              "|---|---|---|---|---|---|" + "---|" * len(GROUPS)]
-    for coll, label, r in rows:
-        b = (base or {}).get(coll)
+    for coll, label, r, b in rows:
         nd = r["all"]["ndcg@10"]
         delta = f"{nd - b['all']['ndcg@10']:+.3f}" if b else ""
         cells = []
@@ -341,7 +340,7 @@ def table(rows: Iterable[tuple[str, str, dict[str, Any]]], base: dict[str, dict[
             if g in r:
                 x = r[g]["ndcg@10"]
                 d = f" ({x - b[g]['ndcg@10']:+.3f})" if b and g in b else ""
-                cells.append(f"{x:.3f}{d}")
+                cells.append(f"{x:.3f}{d} n={r[g]['n']}" if g in ("identifier", "mixed", "low-overlap") else f"{x:.3f}{d}")
             else:
                 cells.append("-")
         lines.append(f"| {coll} | {label} | {nd:.3f} | {delta} | {r['all'][f'recall@{K}']:.3f} | {r['empty']} | " + " | ".join(cells) + " |")
@@ -349,17 +348,24 @@ def table(rows: Iterable[tuple[str, str, dict[str, Any]]], base: dict[str, dict[
 
 
 def run_configs(names: list[str], configs: list[Config], base_label: str = "rrf") -> str:
+    """Δ: against the product default (RRF) on the same legs; for a variant's legs
+    (``<collection>-<tag>``), against the same config on the collection's own legs."""
     out_rows = []
-    base: dict[str, dict[str, Any]] = {}
     for name in names:
         ds, data = load_legs(name)
         tags = tag_queries(ds)
+        base_data = load_legs(name.split("-")[0])[1] if "-" in name else None
+        first = next(iter(data["legs"].values()))
+        if "v_exact" in first:
+            # --embed-context: the baseline is the same exact numpy leg over the plain passage texts
+            base_data = {"doc_of": data["doc_of"],
+                         "legs": {q: leg | {"v": leg["v_exact"]} for q, leg in data["legs"].items()}}
+        default = score(ds, data, Config(label="rrf"), tags)
         for c in configs:
             r = score(ds, data, c, tags)
-            if c.label == base_label:
-                base[name] = r
-            out_rows.append((name, c.label, r))
-    return table(out_rows, base)
+            b = score(ds, base_data, c, tags) if base_data is not None else default
+            out_rows.append((name, c.label, r, b))
+    return table(out_rows)
 
 
 SWEEPS: dict[str, Callable[[], list[Config]]] = {
