@@ -419,6 +419,8 @@ class Documents:
         decompose_query: bool | None = None,
         use_reranker: bool | None = None,
         location: Mapping[str, Any] | None = None,
+        fusion: str | None = None,
+        identifier_vector_weight: float | None = None,
     ) -> QueryResponse:
         """Ranked passages for ``query``: embeds it (unless mode is bm25), then ONE
         round trip to ``fn::amem::documents::query``. Options and defaults as the
@@ -431,7 +433,7 @@ class Documents:
             "filter": _filter(filter), "lens": _lens(lens), "expandContext": expand_context, "graphAlpha": graph_alpha,
             "graphDepth": graph_depth, "graphEdges": _strs("graph_edges", graph_edges), "expandGraph": expand_graph,
             "useHyde": use_hyde, "decomposeQuery": decompose_query, "useReranker": use_reranker,
-            "location": location,
+            "location": location, "fusion": fusion, "identifierVectorWeight": identifier_vector_weight,
         })
         embedding = None if mode == "bm25" else await self.mem.embed_query(query)
         if embedding is not None:

@@ -381,6 +381,14 @@ SWEEPS: dict[str, Callable[[], list[Config]]] = {
     + [Config(threshold=None, relative=r, label=f"rrf rel={r}") for r in (0.1, 0.2)],
     "query-aware": lambda: [Config(label="rrf")] + [Config(id_vw=w, label=f"rrf id_vw={w}") for w in (0.2, 0.3, 0.4)]
     + [Config("zscore", vw=0.5, id_vw=w, label=f"zscore vw=0.5 id_vw={w}") for w in (0.3, 0.4)],
+    "zscore-threshold": lambda: [Config(label="rrf")] + [Config("zscore", vw=w, threshold=t, label=f"zscore vw={w} thr={t}")
+                                                        for w in (0.5, 0.6, 0.7) for t in (0.5, 0.4, 0.3, 0.2, None)],
+    "candidates": lambda: [Config(label="rrf"), Config(threshold=0.3, label="rrf thr=0.3"),
+                           Config("zscore", vw=0.5, threshold=0.3, label="zscore vw=0.5 thr=0.3"),
+                           Config("zscore", vw=0.6, threshold=0.3, label="zscore vw=0.6 thr=0.3"),
+                           Config("zscore", vw=0.5, threshold=0.3, id_vw=0.3, label="zscore vw=0.5 thr=0.3 id_vw=0.3"),
+                           Config("zscore", vw=0.6, threshold=0.3, id_vw=0.4, label="zscore vw=0.6 thr=0.3 id_vw=0.4"),
+                           Config("vector", threshold=0.3, label="vector thr=0.3"), Config("bm25", label="bm25")],
     "title-field": lambda: [Config(label="rrf")] + [Config("bm25", title_w=w, label=f"bm25 title_w={w}") for w in (0.0, 0.5, 1.0, 2.0)]
     + [Config(title_w=w, label=f"rrf title_w={w}") for w in (0.5, 1.0, 2.0)],
 }
@@ -398,6 +406,45 @@ def sweep(args: argparse.Namespace) -> None:
         Path(args.out).write_text(md)
 
 
+BEFORE = {"fusion": "rrf", "threshold": 0.5}  # the defaults before issue #16, spelled out
+
+
+async def latency(args: argparse.Namespace) -> None:
+    """p50 / p95 client wall clock per mode, the old defaults (BEFORE) against the
+    product's current defaults, interleaved query by query so that the machine's
+    load falls on both alike; and the nDCG@10 of both (a check that the product's
+    defaults give what the sweep said)."""
+    from amem_db.connection import close_quietly
+    from amem_db.harness.common import percentile
+    from amem_db.harness.metrics import document_ranking
+
+    ds = load_dataset(args.dataset)
+    prepared = await _prepare(ds, "separate")
+    mem = prepared.mem
+    qids = list(ds.queries)[: args.limit or None]
+    rows = []
+    try:
+        for mode in args.modes.split(","):
+            times: dict[str, list[float]] = {"before": [], "after": []}
+            ranks: dict[str, dict[str, list[str]]] = {"before": {}, "after": {}}
+            for q in qids:
+                for arm, opts in (("before", BEFORE), ("after", {})):
+                    await mem.embed_query(ds.queries[q])  # warm the embedding cache: both arms pay the same
+                    t0 = time.perf_counter()
+                    res = await mem.documents.query(ds.queries[q], mode=mode, k=K, **opts)
+                    times[arm].append((time.perf_counter() - t0) * 1000)
+                    ranks[arm][q] = document_ranking(res.model_dump(by_alias=True, mode="json")["results"])
+            nd = {arm: evaluate({q: ds.qrels[q] for q in qids}, ranks[arm], ["ndcg@10"])["ndcg@10"] for arm in times}
+            rows.append(f"| {ds.name} | {mode} | {len(qids)} | {nd['before']:.3f} | {nd['after']:.3f} | "
+                        f"{percentile(times['before'], 50):.0f} | {percentile(times['after'], 50):.0f} | "
+                        f"{percentile(times['after'], 50) / percentile(times['before'], 50) - 1:+.0%} |")
+            print(rows[-1], file=sys.stderr)
+    finally:
+        await close_quietly(mem.conn)
+    print("| collection | mode | queries | nDCG@10 before | after | p50 ms before | after | Δ p50 |\n|---|---|---|---|---|---|---|---|")
+    print("\n".join(rows))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -410,6 +457,11 @@ def main() -> None:
     c.add_argument("--title-bm25", default="", choices=["", "prepend", "field"])
     c.add_argument("--embed-context", action="store_true")
     c.set_defaults(func=lambda a: asyncio.run(collect(a)))
+    lat = sub.add_parser("latency")
+    lat.add_argument("dataset")
+    lat.add_argument("--modes", default="bm25,vector,hybrid")
+    lat.add_argument("--limit", type=int, default=0)
+    lat.set_defaults(func=lambda a: asyncio.run(latency(a)))
     s = sub.add_parser("sweep")
     s.add_argument("--names", default="cranfield,cisi,scifact")
     s.add_argument("--sweeps", default="legs,fusion,rrf,threshold,query-aware")

@@ -200,3 +200,82 @@ async def test_identifier_vector_weight_applies_to_identifier_queries_only(db, c
     res = await query(db, QUERY, corpus["q"], k=10, identifierVectorWeight=0.0, expandContext=False)
     bm25 = await query(db, QUERY, None, mode="bm25", k=10, expandContext=False)
     assert [h["chunk"]["id"] for h in res["results"]] == [h["chunk"]["id"] for h in bm25["results"]]
+
+
+# --- the threshold default, calibrated per embedding model -------------------------------------
+
+async def test_threshold_default_is_the_model_calibration_and_threshold_overrides(db, corpus):
+    from amem_db.constants import DEFAULT_THRESHOLD, MODEL_THRESHOLDS
+
+    async def used(**opts) -> tuple[float, int]:
+        res = await query(db, "cell cycle", corpus["q"], mode="vector", k=50, expandContext=False, **opts)
+        return res["trace"]["options"]["threshold"], len(res["results"])
+
+    def admitted(t: float) -> int:
+        return sum(1 for s in corpus["sim"].values() if s >= t)
+
+    # no vectors recorded yet: the spec's default
+    await db.query("DELETE amem_setting:embedding")
+    assert await used() == (DEFAULT_THRESHOLD, admitted(DEFAULT_THRESHOLD))
+    try:
+        for model, t in MODEL_THRESHOLDS.items():
+            await db.query("UPSERT amem_setting:embedding CONTENT { model: $m, dimension: 384 }", {"m": model})
+            assert await used() == (t, admitted(t))
+        await db.query("UPSERT amem_setting:embedding CONTENT { model: 'someone-else', dimension: 384 }")
+        assert await used() == (DEFAULT_THRESHOLD, admitted(DEFAULT_THRESHOLD))
+        # an explicit threshold always wins
+        assert await used(threshold=0.05) == (0.05, admitted(0.05))
+    finally:
+        await db.query("DELETE amem_setting:embedding")
+
+
+# --- embedding context (ingest) --------------------------------------------------------------
+
+def test_embedding_text_puts_title_and_heading_before_the_passage():
+    from amem_db.ingest import embedding_text, texts_to_embed
+
+    assert embedding_text("body", "Title", "Methods") == "Title\nMethods\n\nbody"
+    assert embedding_text("body", None, "  ") == "body"
+    prepared = {"chunks": [{"text": "a", "section": 0}, {"text": "b", "section": None}], "audio": [], "keywords": [{"text": "k"}],
+                "sections": ["Intro"]}
+    doc = {"title": "T", "sections": [{"heading": "Intro"}]}
+    on = texts_to_embed(prepared, doc, context=True)
+    assert on["chunks"] == ["T\nIntro\n\na", "T\n\nb"] and on["keywords"] == ["k"] and on["sections"] == ["Intro"]
+    assert texts_to_embed(prepared, doc, context=False)["chunks"] == ["a", "b"]
+
+
+# --- the re-ingest path: documents reprocess --all --------------------------------------------
+
+def test_reprocess_all_rebuilds_every_document(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from amem_db.cli import app
+
+    def cli(*args: str):
+        return CliRunner().invoke(app, list(args), prog_name="amem-db")
+
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    for i in range(3):
+        (corpus / f"d{i}.md").write_text(f"# Doc {i}\n\n## Part\n\nThe tumour suppressor p53 number {i} regulates cells.\n")
+    args = ("--url", f"surrealkv://{tmp_path / 'db'}", "--embedder", "hash:384")
+    assert cli(*args, "migrate").exit_code == 0
+    assert cli(*args, "ingest", str(corpus)).exit_code == 0
+
+    def chunk_ids() -> list[str]:
+        listed = json.loads(cli(*args, "documents", "list", "--json").stdout)
+        out = []
+        for d in listed["documents"]:
+            out += [c["id"] for c in json.loads(cli(*args, "documents", "chunks", d["id"], "--json").stdout)["chunks"]]
+        return sorted(out)
+
+    before = chunk_ids()
+    done = cli(*args, "documents", "reprocess", "--all")
+    assert done.exit_code == 0, done.output
+    assert "reprocessed 3 of 3 documents" in done.stdout
+    after = chunk_ids()
+    # the same number of passages, every one rebuilt (fresh generation ids)
+    assert len(after) == len(before) >= 3 and not set(after) & set(before)
+    assert cli(*args, "documents", "reprocess").exit_code == 2  # neither an id nor --all

@@ -84,6 +84,7 @@ async def query(
     threshold: float | None = typer.Option(None, help="minimum cosine similarity of the vector leg"),
     vector_weight: float | None = typer.Option(None, "--vector-weight", help="weight of the vector leg in RRF, 0..1 (default 0.5)"),
     rrf_k: float | None = typer.Option(None, "--rrf-k", help="RRF smoothing constant (default 60, > 0)"),
+    fusion: str | None = typer.Option(None, "--fusion", help="how hybrid fuses its legs: rrf | zscore | minmax (docs/EVALUATION.md)"),
     mime_type: list[str] = typer.Option([], "--mime-type", help="only these MIME types (repeatable)"),
     document_id: list[str] = typer.Option([], "--document-id", help="only these documents (repeatable)"),
     lens: list[str] = lens_option(),
@@ -111,7 +112,8 @@ async def query(
         text, mode=mode, k=k, threshold=threshold, vector_weight=vector_weight, rrf_k=rrf_k,
         filter=flt or None, lens=parse_lens(lens), expand_context=False if no_context else None,
         graph_edges=graph_edges.split(",") if graph_edges else None, graph_alpha=graph_alpha,
-        graph_depth=graph_depth, expand_graph=expand_graph or None, location=parse_location(near, within, nearest)))
+        graph_depth=graph_depth, expand_graph=expand_graph or None, location=parse_location(near, within, nearest),
+        fusion=fusion))
     if json_output:
         return print_json(response)
     table = Table("#", "score", "document", "section", "passage", show_lines=True)
