@@ -52,15 +52,15 @@ were what when where which while who whom why will with would you your yours you
 # documents.query fusion defaults (surql/300_fusion; measured in docs/EVALUATION.md
 # "Retrieval quality levers"): rrf | zscore | minmax, and the vectorWeight of a query
 # holding an identifier token (None: no query-aware weighting)
-DEFAULT_FUSION = "rrf"
-DEFAULT_IDENTIFIER_VECTOR_WEIGHT: float | None = None
+DEFAULT_FUSION = "zscore"
+DEFAULT_IDENTIFIER_VECTOR_WEIGHT: float | None = 0.1
 # embed each chunk as "title / section heading / passage" (amem_db/ingest.py embedding_text);
 # the stored text is the source's either way. Part of the eval database key.
 EMBED_CONTEXT = False
 # the vector leg's default cosine threshold per embedding model (surql/305_calibration),
 # by the model name amem_setting:embedding records; others get DEFAULT_THRESHOLD
 DEFAULT_THRESHOLD = 0.5
-MODEL_THRESHOLDS: dict[str, float] = {"minilm-l6-int8": 0.5}
+MODEL_THRESHOLDS: dict[str, float] = {"minilm-l6-int8": 0.3}
 
 RENDER_CONTEXT: dict[str, object] = {
     "default_k": DEFAULT_K,

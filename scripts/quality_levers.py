@@ -91,17 +91,25 @@ async def _passages(conn: Any) -> dict[str, dict[str, Any]]:
                       "section": r.get("section") or "", "text": r["text"]} for r in rows}
 
 
-async def _legs(conn: Any, mem: Any, ds: Dataset, terms: str, lex_table: str | None = None) -> dict[str, Any]:
+async def _legs(conn: Any, mem: Any, ds: Dataset, terms: str, lex_table: str | None = None,
+                lex_only: bool = False) -> dict[str, Any]:
+    """Both legs per query; ``lex_only``: the BM25 leg only, the vector leg copied from
+    the collection's base legs file (a lever that changes BM25 alone)."""
     out: dict[str, Any] = {}
     sql = LEGS_SQL.replace("$TERMS", "array::join(fn::amem::query::terms($q).terms, ' ')" if terms == "content"
                            else "array::join(string::split(string::trim(string::replace($q, <regex> '[^\\\\p{L}\\\\p{N}]+', ' ')), ' ').filter(|$x| $x != ''), ' ')")
     if lex_table:
         sql = sql.replace("fn::amem::query::bm25_leg($TERMS, $o.f).rows", "")  # not used
+    base = None
+    if lex_only:
+        base = json.loads((LEGS_DIR / f"{ds.name}.json").read_text())["legs"]
+        sql = sql.replace("fn::amem::query::vector_leg($e, $o.f, -1).rows.map(|$r| [<string> $r.id, $r.sim])", "[]")
     for i, (qid, text) in enumerate(ds.queries.items()):
         e = await mem.embed_query(text)
         t0 = time.perf_counter()
         res = await _q(conn, sql, {"q": text, "e": e})
-        out[qid] = {"v": res["v"], "l": res["l"], "terms": res["terms"], "ms": (time.perf_counter() - t0) * 1000}
+        out[qid] = {"v": base[qid]["v"] if base else res["v"], "l": res["l"], "terms": res["terms"],
+                    "ms": (time.perf_counter() - t0) * 1000}
         if lex_table:
             out[qid]["l"] = await _scratch_bm25(conn, lex_table, " ".join(res["terms"]))
         if (i + 1) % 100 == 0:
@@ -190,7 +198,10 @@ async def collect(args: argparse.Namespace) -> None:
                              f"ANALYZER knowledge_text BM25({k1},{b}) HIGHLIGHTS;")
             print(f"  index rebuilt in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         lex_table = await _title_prepend_table(conn) if args.title_bm25 == "prepend" else None
-        legs = await _legs(conn, mem, ds, args.terms, lex_table)
+        lex_only = bool(args.bm25 or args.title_bm25 or args.terms != "content") and (LEGS_DIR / f"{ds.name}.json").exists()
+        legs = await _legs(conn, mem, ds, args.terms, lex_table, lex_only)
+        if args.dump_passages:
+            (LEGS_DIR / f"{ds.name}-passages.json").write_text(json.dumps(passages))
         if lex_table:
             await conn.query(f"REMOVE TABLE {lex_table};")
         if args.title_bm25 == "field":
@@ -212,6 +223,28 @@ async def collect(args: argparse.Namespace) -> None:
     print(f"wrote {LEGS_DIR / (name + '.json')}", file=sys.stderr)
 
 
+def embed_context_offline(args: argparse.Namespace) -> None:
+    """``collect --embed-context`` from a passages dump and the base legs (the BM25 leg
+    is reused): no database is opened, so it can run beside another collection's run."""
+    from amem_db.embedding import CachedEmbedder, get_embedder
+
+    ds = load_dataset(args.dataset)
+    passages = json.loads((LEGS_DIR / f"{ds.name}-passages.json").read_text())
+    base = json.loads((LEGS_DIR / f"{ds.name}.json").read_text())
+
+    class _Mem:
+        embedder = CachedEmbedder(get_embedder("minilm"))
+
+    legs = {q: dict(leg) for q, leg in base["legs"].items()}
+    for contextual, key in ((False, "v_exact"), (True, "v")):
+        vec = _exact_vector(_Mem(), ds, passages, contextual)
+        for q in legs:
+            legs[q][key] = vec[q]
+    meta = base["meta"] | {"variant": {"embed_context": True}}
+    (LEGS_DIR / f"{ds.name}-ctx.json").write_text(json.dumps({"meta": meta, "doc_of": base["doc_of"], "legs": legs}))
+    print(f"wrote {LEGS_DIR / (ds.name + '-ctx.json')}", file=sys.stderr)
+
+
 # -- offline fusion -------------------------------------------------------------------
 
 
@@ -226,6 +259,7 @@ class Config:
     relative: float | None = None  # keep vector rows with sim >= best - relative
     id_vw: float | None = None  # vectorWeight for queries with an identifier token
     title_w: float = 0.0  # the title field's weight (legs "t")
+    id_rule: str = "any"  # any: an identifier token at all; type: the eval's identifier type (<= 3 other content words)
     label: str = ""
 
 
@@ -301,17 +335,19 @@ def rank_query(leg: dict[str, Any], c: Config, doc_of: dict[str, str], is_identi
     return list(docs)
 
 
-def query_is_identifier(text: str) -> bool:
-    """The query-time half of the query-type heuristic: an identifier token at all
-    (types identifier and mixed; the overlap axis needs the judged documents)."""
-    from amem_db.harness.query_types import identifier_tokens
+def query_is_identifier(text: str, rule: str = "any") -> bool:
+    """The query-time half of the query-type heuristic (the overlap axis needs the
+    judged documents): ``any`` identifier token (types identifier and mixed), or
+    ``type`` identifier only (at most 3 other content words, query_types.tag_query)."""
+    from amem_db.harness.query_types import tag_query
 
-    return bool(identifier_tokens(text))
+    t = tag_query(text, ["x"])
+    return t["type"] == "identifier" or (rule == "any" and t["type"] == "mixed")
 
 
 def score(ds: Dataset, data: dict[str, Any], c: Config, tags: dict[str, Any]) -> dict[str, Any]:
     metrics = metric_names(K)
-    rankings = {q: rank_query(data["legs"][q], c, data["doc_of"], query_is_identifier(ds.queries[q])) for q in ds.queries}
+    rankings = {q: rank_query(data["legs"][q], c, data["doc_of"], query_is_identifier(ds.queries[q], c.id_rule)) for q in ds.queries}
     out: dict[str, Any] = {"all": evaluate(ds.qrels, rankings, metrics),
                            "empty": sum(1 for q in ds.queries if not _vector_rows(data["legs"][q]["v"], c))}
     for group in QUERY_TYPES + OVERLAP_BUCKETS:
@@ -389,6 +425,9 @@ SWEEPS: dict[str, Callable[[], list[Config]]] = {
                            Config("zscore", vw=0.5, threshold=0.3, id_vw=0.3, label="zscore vw=0.5 thr=0.3 id_vw=0.3"),
                            Config("zscore", vw=0.6, threshold=0.3, id_vw=0.4, label="zscore vw=0.6 thr=0.3 id_vw=0.4"),
                            Config("vector", threshold=0.3, label="vector thr=0.3"), Config("bm25", label="bm25")],
+    "identifier": lambda: [Config("zscore", vw=0.5, threshold=0.3, label="zscore vw=0.5 thr=0.3")]
+    + [Config("zscore", vw=0.5, threshold=0.3, id_vw=w, id_rule=r, label=f"zscore 0.5 thr 0.3 id_vw={w} rule={r}")
+       for r in ("type", "any") for w in (0.0, 0.1, 0.2, 0.3, 0.4)],
     "title-field": lambda: [Config(label="rrf")] + [Config("bm25", title_w=w, label=f"bm25 title_w={w}") for w in (0.0, 0.5, 1.0, 2.0)]
     + [Config(title_w=w, label=f"rrf title_w={w}") for w in (0.5, 1.0, 2.0)],
 }
@@ -403,6 +442,83 @@ def sweep(args: argparse.Namespace) -> None:
     print(md)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(md)
+
+
+# The one lever table: (lever, off config, on config, legs variant or "")
+RRF = Config(label="rrf")
+BM25 = Config("bm25", label="bm25")
+VEC = Config("vector", label="vector")
+LEVERS: list[tuple[str, Config, Config, str]] = [
+    ("title prepended to the BM25 text: bm25", BM25, BM25, "tprepend"),
+    ("title prepended to the BM25 text: hybrid", RRF, RRF, "tprepend"),
+    ("title as a separate BM25 field (w 0.5): bm25", BM25, Config("bm25", title_w=0.5), "tfield"),
+    ("title as a separate BM25 field (w 0.5): hybrid", RRF, Config(title_w=0.5), "tfield"),
+    ("title + heading embedded with the passage: vector", VEC, VEC, "ctx"),
+    ("title + heading embedded with the passage: hybrid", RRF, RRF, "ctx"),
+    ("threshold 0.5 -> 0.4: vector", VEC, Config("vector", threshold=0.4), ""),
+    ("threshold 0.5 -> 0.3: vector", VEC, Config("vector", threshold=0.3), ""),
+    ("threshold 0.5 -> none: vector", VEC, Config("vector", threshold=None), ""),
+    ("threshold relative (best - 0.2): vector", VEC, Config("vector", threshold=None, relative=0.2), ""),
+    ("threshold 0.5 -> 0.3: hybrid (RRF)", RRF, Config(threshold=0.3), ""),
+    ("threshold relative (best - 0.2): hybrid (RRF)", RRF, Config(threshold=None, relative=0.2), ""),
+    ("BM25 k1 0.9 b 0.4: bm25", BM25, BM25, "bm25_0.9_0.4"),
+    ("BM25 k1 1.5 b 0.75: bm25", BM25, BM25, "bm25_1.5_0.75"),
+    ("BM25 k1 1.2 b 0.9: bm25", BM25, BM25, "bm25_1.2_0.9"),
+    ("BM25 k1 1.2 b 0.9: hybrid", RRF, RRF, "bm25_1.2_0.9"),
+    ("query stop words kept: bm25", BM25, BM25, "rawterms"),
+    ("fusion zscore vw 0.5 (threshold 0.5)", RRF, Config("zscore", vw=0.5), ""),
+    ("fusion minmax vw 0.4 (threshold 0.5)", RRF, Config("minmax", vw=0.4), ""),
+    ("fusion zscore vw 0.5 + threshold 0.3", RRF, Config("zscore", vw=0.5, threshold=0.3), ""),
+    ("fusion zscore vw 0.6 + threshold 0.3", RRF, Config("zscore", vw=0.6, threshold=0.3), ""),
+    ("RRF k 30 vw 0.4", RRF, Config(rrf_k=30, vw=0.4), ""),
+    ("RRF k 60 vw 0.4", RRF, Config(vw=0.4), ""),
+    ("query-aware: identifier queries vw 0.3 (RRF)", RRF, Config(id_vw=0.3), ""),
+    ("query-aware: identifier vw 0.3 on zscore 0.5 + thr 0.3", Config("zscore", vw=0.5, threshold=0.3),
+     Config("zscore", vw=0.5, threshold=0.3, id_vw=0.3), ""),
+]
+
+
+def levers(args: argparse.Namespace) -> None:
+    colls = args.names.split(",")
+    cache: dict[str, tuple[Dataset, dict[str, Any], dict[str, Any]]] = {}
+
+    def legs(name: str) -> tuple[Dataset, dict[str, Any], dict[str, Any]] | None:
+        if name not in cache:
+            if not (LEGS_DIR / f"{name}.json").exists():
+                return None
+            ds, data = load_legs(name)
+            first = next(iter(data["legs"].values()))
+            if "v_exact" in first:  # the embed-context variant: its own exact baseline
+                data = data | {"base": {"doc_of": data["doc_of"],
+                                        "legs": {q: leg | {"v": leg["v_exact"]} for q, leg in data["legs"].items()}}}
+            cache[name] = (ds, data, tag_queries(ds))
+        return cache[name]
+
+    head = "| lever | " + " | ".join(f"{c} Δ" for c in colls) + " | " + " | ".join(f"{colls[0]} {g}" for g in GROUPS) + " |"
+    lines = [head, "|---|" + "---|" * (len(colls) + len(GROUPS))]
+    for name, off, on, variant in LEVERS:
+        cells, types = [], []
+        for i, coll in enumerate(colls):
+            base = legs(coll)
+            var = legs(f"{coll}-{variant}") if variant else base
+            if base is None or var is None:
+                cells.append("not run")
+                if i == 0:
+                    types = ["-"] * len(GROUPS)
+                continue
+            ds, data, tags = var
+            off_data = data.get("base", base[1]) if variant else base[1]
+            r_off, r_on = score(ds, off_data, off, tags), score(ds, data, on, tags)
+            d = r_on["all"]["ndcg@10"] - r_off["all"]["ndcg@10"]
+            empty = f" (empty {r_off['empty']}→{r_on['empty']})" if r_off["empty"] != r_on["empty"] else ""
+            cells.append(f"{d:+.3f} ({r_on['all']['ndcg@10']:.3f}){empty}")
+            if i == 0:
+                types = [f"{r_on[g]['ndcg@10'] - r_off[g]['ndcg@10']:+.3f}" if g in r_on else "-" for g in GROUPS]
+        lines.append(f"| {name} | " + " | ".join(cells) + " | " + " | ".join(types) + " |")
+    md = "\n".join(lines) + "\n"
+    print(md)
+    if args.out:
         Path(args.out).write_text(md)
 
 
@@ -456,7 +572,15 @@ def main() -> None:
     c.add_argument("--terms", default="content", choices=["content", "raw"])
     c.add_argument("--title-bm25", default="", choices=["", "prepend", "field"])
     c.add_argument("--embed-context", action="store_true")
+    c.add_argument("--dump-passages", action="store_true", help="also write <name>-passages.json (for embed-context)")
+    ec = sub.add_parser("embed-context", help="the --embed-context variant from <name>-passages.json, without the database")
+    ec.add_argument("dataset")
+    ec.set_defaults(func=embed_context_offline)
     c.set_defaults(func=lambda a: asyncio.run(collect(a)))
+    lv = sub.add_parser("levers")
+    lv.add_argument("--names", default="scifact,cranfield,cisi")
+    lv.add_argument("--out", default="")
+    lv.set_defaults(func=levers)
     lat = sub.add_parser("latency")
     lat.add_argument("dataset")
     lat.add_argument("--modes", default="bm25,vector,hybrid")

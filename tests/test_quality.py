@@ -15,7 +15,7 @@ import pytest
 from surrealdb import RecordID
 from surrealdb.errors import ThrownError
 
-from amem_db.harness.query_types import identifier_tokens
+from amem_db.harness.query_types import tag_query
 
 DIM = 384
 Q_CALL = "RETURN fn::amem::documents::query($q, $e, $o)"
@@ -30,7 +30,7 @@ CHUNKS = [
     ("c5", "Wind tunnels measure the lift of an aerofoil.", 0.12),
     ("c6", "Boundary layers separate at high angles of attack.", 0.48),
 ]
-QUERY = "p53 cell cycle tumour"
+QUERY = "p53 cell cycle tumour"  # the identifier type: p53 and 3 other content words
 
 
 def unit(v: np.ndarray) -> np.ndarray:
@@ -144,7 +144,7 @@ async def test_query_score_fusion_ranks_by_the_reference(db, corpus, how):
     lex = await bm25_scores(db, QUERY)
     assert len(lex) >= 3  # the BM25 leg really has several candidates
     vec = {i: s for i, s in corpus["sim"].items() if s >= 0.5}
-    res = await query(db, QUERY, corpus["q"], mode="hybrid", k=10, fusion=how, expandContext=False)
+    res = await query(db, QUERY, corpus["q"], mode="hybrid", k=10, fusion=how, vectorWeight=0.5, expandContext=False)
     want = [i for i, _ in ref_scores([vec, lex], [0.5, 0.5], how)]
     assert [str(h["chunk"]["id"]) for h in res["results"]] == want
     assert res["trace"]["options"]["fusion"] == how
@@ -153,15 +153,17 @@ async def test_query_score_fusion_ranks_by_the_reference(db, corpus, how):
     assert hit.get("rrf") is None and "contribution" not in (hit["bm25"] or {}) | (hit["vector"] or {})
 
 
-async def test_query_rrf_is_the_default_and_differs_from_zscore(db, corpus):
-    rrf = await query(db, QUERY, corpus["q"], k=10, expandContext=False)
-    explicit = await query(db, QUERY, corpus["q"], k=10, fusion="rrf", expandContext=False)
-    z = await query(db, QUERY, corpus["q"], k=10, fusion="zscore", expandContext=False)
-    order = [[str(h["chunk"]["id"]) for h in r["results"]] for r in (rrf, explicit, z)]
-    assert rrf["trace"]["options"]["fusion"] == "rrf"
+async def test_query_zscore_is_the_default_and_differs_from_rrf(db, corpus):
+    from amem_db.constants import DEFAULT_FUSION
+
+    default = await query(db, QUERY, corpus["q"], k=10, vectorWeight=0.5, expandContext=False)
+    explicit = await query(db, QUERY, corpus["q"], k=10, vectorWeight=0.5, fusion=DEFAULT_FUSION, expandContext=False)
+    rrf = await query(db, QUERY, corpus["q"], k=10, vectorWeight=0.5, fusion="rrf", expandContext=False)
+    order = [[str(h["chunk"]["id"]) for h in r["results"]] for r in (default, explicit, rrf)]
+    assert DEFAULT_FUSION == "zscore" and default["trace"]["options"]["fusion"] == "zscore"
     assert order[0] == order[1]
     assert order[0] != order[2]  # the seeded legs disagree enough for the rules to differ
-    assert rrf["trace"]["hits"][0]["rrf"] is not None
+    assert rrf["trace"]["hits"][0]["rrf"] is not None and default["trace"]["hits"][0].get("rrf") is None
 
 
 async def test_bad_fusion_is_a_typed_error_naming_the_field_and_writes_nothing(db, corpus):
@@ -181,10 +183,26 @@ async def test_bad_fusion_is_a_typed_error_naming_the_field_and_writes_nothing(d
 # --- query-aware weighting --------------------------------------------------------------------
 
 @pytest.mark.parametrize("text", ["p53 cell cycle", "ERR-482 error", "(DNA) repair", "TNF-alpha, please", "a\tH1N1\nx",
-                                  "the 1990 study", "iPhone case", "x", "Ab", "plain words only", "MLWK3LL/A specs"])
-async def test_has_identifier_matches_the_eval_heuristic(db, text):
-    (got,) = await db.query("RETURN fn::amem::fusion::has_identifier($q)", {"q": text})
-    assert got is bool(identifier_tokens(text))
+                                  "the 1990 study", "iPhone case", "x", "Ab", "plain words only", "MLWK3LL/A specs",
+                                  "p53 mutations are common in many human tumour types", "what is the IL-6 of it all"])
+async def test_identifier_query_matches_the_eval_heuristic(db, text):
+    (got,) = await db.query("RETURN fn::amem::fusion::identifier_query($q)", {"q": text})
+    assert got is (tag_query(text, ["x"])["type"] == "identifier")
+
+
+async def test_identifier_query_agrees_with_the_eval_on_every_shared_query(db):
+    import json
+    from pathlib import Path
+
+    roots = [Path(__file__).resolve().parents[2] / "shared" / "datasets", Path("/work/shared/datasets")]
+    root = next((r for r in roots if r.exists()), roots[0])
+    texts = [json.loads(line)["text"] for d in ("scifact", "cranfield", "cisi") if (root / d).exists()
+             for line in (root / d / "queries.jsonl").read_text().splitlines() if line.strip()]
+    if not texts:
+        pytest.skip("the shared datasets are not on this machine")
+    (got,) = await db.query("RETURN $qs.map(|$q| fn::amem::fusion::identifier_query($q))", {"qs": texts})
+    want = [tag_query(t, ["x"])["type"] == "identifier" for t in texts]
+    assert sum(want) > 10 and got == want
 
 
 async def test_identifier_vector_weight_applies_to_identifier_queries_only(db, corpus):
@@ -192,6 +210,10 @@ async def test_identifier_vector_weight_applies_to_identifier_queries_only(db, c
         res = await query(db, q, corpus["q"], k=5, expandContext=False, **opts)
         return res["trace"]["legs"]["vector"]["weight"]
 
+    from amem_db.constants import DEFAULT_IDENTIFIER_VECTOR_WEIGHT
+
+    assert await weight(QUERY) == pytest.approx(DEFAULT_IDENTIFIER_VECTOR_WEIGHT)
+    assert await weight("cell cycle tumour") == pytest.approx(0.5)
     assert await weight(QUERY, identifierVectorWeight=0.2) == pytest.approx(0.2)
     assert await weight("cell cycle tumour", identifierVectorWeight=0.2) == pytest.approx(0.5)
     # an explicit vectorWeight wins over the query-aware one
