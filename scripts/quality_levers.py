@@ -428,6 +428,12 @@ SWEEPS: dict[str, Callable[[], list[Config]]] = {
     "identifier": lambda: [Config("zscore", vw=0.5, threshold=0.3, label="zscore vw=0.5 thr=0.3")]
     + [Config("zscore", vw=0.5, threshold=0.3, id_vw=w, id_rule=r, label=f"zscore 0.5 thr 0.3 id_vw={w} rule={r}")
        for r in ("type", "any") for w in (0.0, 0.1, 0.2, 0.3, 0.4)],
+    # before / after issue #16's default changes, every mode
+    "defaults": lambda: [Config("bm25", label="bm25"), Config("vector", label="vector (before: thr 0.5)"),
+                         Config("vector", threshold=0.3, label="vector (after: thr 0.3)"),
+                         Config(label="hybrid (before: rrf, thr 0.5)"),
+                         Config("zscore", vw=0.5, threshold=0.3, id_vw=0.1, id_rule="type",
+                                label="hybrid (after: zscore 0.5, thr 0.3, identifier vw 0.1)")],
     "title-field": lambda: [Config(label="rrf")] + [Config("bm25", title_w=w, label=f"bm25 title_w={w}") for w in (0.0, 0.5, 1.0, 2.0)]
     + [Config(title_w=w, label=f"rrf title_w={w}") for w in (0.5, 1.0, 2.0)],
 }
@@ -449,13 +455,16 @@ def sweep(args: argparse.Namespace) -> None:
 RRF = Config(label="rrf")
 BM25 = Config("bm25", label="bm25")
 VEC = Config("vector", label="vector")
+NEW = Config("zscore", vw=0.5, threshold=0.3, id_vw=0.1, id_rule="type", label="new defaults")
 LEVERS: list[tuple[str, Config, Config, str]] = [
     ("title prepended to the BM25 text: bm25", BM25, BM25, "tprepend"),
     ("title prepended to the BM25 text: hybrid", RRF, RRF, "tprepend"),
+    ("title prepended to the BM25 text: hybrid on the new defaults", NEW, NEW, "tprepend"),
     ("title as a separate BM25 field (w 0.5): bm25", BM25, Config("bm25", title_w=0.5), "tfield"),
     ("title as a separate BM25 field (w 0.5): hybrid", RRF, Config(title_w=0.5), "tfield"),
     ("title + heading embedded with the passage: vector", VEC, VEC, "ctx"),
     ("title + heading embedded with the passage: hybrid", RRF, RRF, "ctx"),
+    ("title + heading embedded with the passage: hybrid on the new defaults", NEW, NEW, "ctx"),
     ("threshold 0.5 -> 0.4: vector", VEC, Config("vector", threshold=0.4), ""),
     ("threshold 0.5 -> 0.3: vector", VEC, Config("vector", threshold=0.3), ""),
     ("threshold 0.5 -> none: vector", VEC, Config("vector", threshold=None), ""),
@@ -474,8 +483,12 @@ LEVERS: list[tuple[str, Config, Config, str]] = [
     ("RRF k 30 vw 0.4", RRF, Config(rrf_k=30, vw=0.4), ""),
     ("RRF k 60 vw 0.4", RRF, Config(vw=0.4), ""),
     ("query-aware: identifier queries vw 0.3 (RRF)", RRF, Config(id_vw=0.3), ""),
-    ("query-aware: identifier vw 0.3 on zscore 0.5 + thr 0.3", Config("zscore", vw=0.5, threshold=0.3),
+    ("query-aware: identifier-or-mixed vw 0.3 on zscore 0.5 + thr 0.3", Config("zscore", vw=0.5, threshold=0.3),
      Config("zscore", vw=0.5, threshold=0.3, id_vw=0.3), ""),
+    ("query-aware: identifier type vw 0.1 on zscore 0.5 + thr 0.3", Config("zscore", vw=0.5, threshold=0.3),
+     Config("zscore", vw=0.5, threshold=0.3, id_vw=0.1, id_rule="type"), ""),
+    ("all new defaults (zscore 0.5, thr 0.3, identifier vw 0.1) vs before", RRF,
+     Config("zscore", vw=0.5, threshold=0.3, id_vw=0.1, id_rule="type"), ""),
 ]
 
 
