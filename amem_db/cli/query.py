@@ -82,7 +82,7 @@ async def query(
     mode: str = typer.Option("hybrid", "--mode", help="hybrid | vector | bm25 | hybrid_graph"),
     k: int = typer.Option(10, "--k", help=f"answer size (max {MAX_K}; larger is clamped)"),
     threshold: float | None = typer.Option(None, help="minimum cosine similarity of the vector leg"),
-    vector_weight: float | None = typer.Option(None, "--vector-weight", help="weight of the vector leg in RRF, 0..1 (default 0.5)"),
+    vector_weight: float | None = typer.Option(None, "--vector-weight", help="weight of the vector leg in the fusion, 0..1 (default 0.5)"),
     rrf_k: float | None = typer.Option(None, "--rrf-k", help="RRF smoothing constant (default 60, > 0)"),
     fusion: str | None = typer.Option(None, "--fusion", help="how hybrid fuses its legs: rrf | zscore | minmax (docs/EVALUATION.md)"),
     mime_type: list[str] = typer.Option([], "--mime-type", help="only these MIME types (repeatable)"),
