@@ -297,13 +297,16 @@ def _norm(rows: list[list[Any]], how: str) -> dict[str, float]:
 def score_fusion(v: list[list[Any]], lex: list[list[Any]], wv: float, how: str) -> list[tuple[str, float]]:
     """Per query, each leg's raw scores normalised over its own candidates
     (z-score or min-max); a passage missing from a leg gets that leg's lowest
-    normalised score; fused = wv * vector + (1 - wv) * bm25; ties by id."""
-    nv, nl = _norm(v, how), _norm(lex, how)
-    floor_v = min(nv.values(), default=0.0)
-    floor_l = min(nl.values(), default=0.0)
-    ids = set(nv) | set(nl)
-    wl = 1.0 - wv
-    fused = {i: (wv * nv.get(i, floor_v) if nv else 0.0) + (wl * nl.get(i, floor_l) if nl else 0.0) for i in ids}
+    normalised score; fused = wv * vector + (1 - wv) * bm25 (fn::amem::fusion::scores:
+    the same, less the constant floors); ties by id."""
+    fused: dict[str, float] = {}
+    for rows, w in ((v, wv), (lex, 1.0 - wv)):
+        n = _norm(rows, how)
+        if not n:
+            continue
+        lo, hi = min(n.values()), max(n.values())
+        for i, x in n.items():  # a leg that cannot rank (all alike) gives each passage its whole weight
+            fused[i] = fused.get(i, 0.0) + (w * (x - lo) if hi > lo else w)
     return sorted(fused.items(), key=lambda x: (-round(x[1], 12), x[0]))
 
 

@@ -87,7 +87,9 @@ def ref_scores(legs: list[dict[str, float]], weights: list[float], how: str) -> 
             lo, hi = min(s), max(s)
             norm.append({i: (x - lo) / (hi - lo) if hi > lo else 1.0 for i, x in leg.items()})
     ids = set().union(*norm)
-    fused = {i: sum(w * n.get(i, min(n.values())) for w, n in zip(weights, norm, strict=True) if n) for i in ids}
+    # a leg whose scores are all alike cannot rank: each of its passages gets the whole weight
+    fused = {i: sum((w * n.get(i, min(n.values())) if max(n.values()) > min(n.values()) else (w if i in n else 0.0))
+                    for w, n in zip(weights, norm, strict=True) if n) for i in ids}
     return sorted(fused.items(), key=lambda x: (-round(x[1], 12), x[0]))
 
 
@@ -126,6 +128,16 @@ async def test_score_fusion_missing_passage_sits_at_the_leg_floor(db):
     vz, lz = (1.5 ** 0.5, 0.0, -(1.5 ** 0.5)), [(x - 20 / 3) / statistics.pstdev([10, 9, 1]) for x in (10, 9, 1)]
     attainable = 0.5 * (vz[0] - vz[2]) + 0.5 * (lz[0] - lz[2])
     assert got[0]["score"] == pytest.approx((0.5 * (vz[1] - vz[2]) + 0.5 * (lz[0] - lz[2])) / attainable)
+
+
+async def test_score_fusion_a_lone_hit_first_in_every_leg_scores_one(db):
+    (got,) = await db.query("RETURN fn::amem::fusion::scores([[{id: 'a', score: 0.4}], [{id: 'a', score: 7.5}]], [0.5, 0.5], 'zscore', 10)")
+    assert got == [{"id": "a", "score": 1.0, "fused": 1.0}]
+    (got,) = await db.query("RETURN fn::amem::fusion::scores([[{id: 'a', score: 0.4}], [{id: 'b', score: 2}, {id: 'a', score: 1}]], [0.5, 0.5], 'zscore', 10)")
+    # a: 0.5 (the lone vector hit) + 0 (BM25's floor); b: 0 + 0.5 * (1 - -1) z = 1.0
+    assert [(r["id"], r["fused"]) for r in got] == [("b", pytest.approx(1.0)), ("a", pytest.approx(0.5))]
+    assert [r["id"] for r in got] == [i for i, _ in ref_scores([{"a": 0.4}, {"b": 2.0, "a": 1.0}], [0.5, 0.5], "zscore")]
+    assert got[0]["score"] == pytest.approx(1.0 / 1.5)
 
 
 async def test_score_fusion_ties_by_id_and_bad_arguments(db):
