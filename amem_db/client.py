@@ -495,6 +495,8 @@ class Documents:
         hyde: bool | None = None,
         decompose: bool | None = None,
         llm: ChatProvider | None = None,
+        fusion: str | None = None,
+        identifier_vector_weight: float | None = None,
     ) -> QueryResponse:
         """Ranked passages for ``query``: embeds it (unless mode is bm25), then ONE
         round trip to ``fn::amem::documents::query``. Options and defaults as the spec.
@@ -523,6 +525,7 @@ class Documents:
             "graphDepth": graph_depth, "graphEdges": _strs("graph_edges", graph_edges), "expandGraph": expand_graph,
             "useHyde": use_hyde, "decomposeQuery": decompose_query, "useReranker": use_reranker,
             "location": location, "feedback": feedback, "pageSize": page_size, "cursor": cursor,
+            "fusion": fusion, "identifierVectorWeight": identifier_vector_weight,
             **time_options(as_of=as_of, at_instant=at_instant),
             "reranker": "client" if external is not None else None, "rerankDepth": rerank_depth, "rerankMix": rerank_mix,
         })

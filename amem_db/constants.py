@@ -64,6 +64,19 @@ no nor not now of off on once only or other our ours ourselves out over own s sa
 that the their theirs them themselves then there these they this those through to too under until up very was we
 were what when where which while who whom why will with would you your yours yourself yourselves""".split())
 
+# documents.query fusion defaults (surql/300_fusion; measured in docs/EVALUATION.md
+# "Retrieval quality levers"): rrf | zscore | minmax, and the vectorWeight of a query
+# holding an identifier token (None: no query-aware weighting)
+DEFAULT_FUSION = "zscore"
+DEFAULT_IDENTIFIER_VECTOR_WEIGHT: float | None = 0.1
+# embed each chunk as "title / section heading / passage" (amem_db/ingest.py embedding_text);
+# the stored text is the source's either way. Part of the eval database key.
+EMBED_CONTEXT = False
+# the vector leg's default cosine threshold per embedding model (surql/305_calibration),
+# by the model name amem_setting:embedding records; others get DEFAULT_THRESHOLD
+DEFAULT_THRESHOLD = 0.5
+MODEL_THRESHOLDS: dict[str, float] = {"minilm-l6-int8": 0.3}
+
 RENDER_CONTEXT: dict[str, object] = {
     "default_k": DEFAULT_K,
     "max_k": MAX_K,
@@ -71,4 +84,8 @@ RENDER_CONTEXT: dict[str, object] = {
     "known_mimes": list(KNOWN_MIME_TYPES),
     "embedding_fields": [list(x) for x in EMBEDDING_FIELDS],
     "query_stopwords": list(QUERY_STOPWORDS),
+    "default_fusion": DEFAULT_FUSION,
+    "default_identifier_vector_weight": DEFAULT_IDENTIFIER_VECTOR_WEIGHT,
+    "default_threshold": DEFAULT_THRESHOLD,
+    "model_thresholds": dict(MODEL_THRESHOLDS),
 }

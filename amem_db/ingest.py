@@ -119,10 +119,33 @@ def items_from_file(
     ]
 
 
-def texts_to_embed(prepared: dict[str, Any]) -> dict[str, list[str]]:
-    """What ``fn::amem::documents::prepare`` says will be stored, per kind: exactly the texts to embed."""
+def embedding_text(text: str, title: str | None, heading: str | None) -> str:
+    """What a passage is embedded as when embedding context is on: the document's
+    title and the passage's section heading, then a blank line, then the passage
+    (docs/EVALUATION.md "Retrieval quality levers"). Only the vector sees them: the
+    stored passage text and its offsets stay exactly the source's."""
+    head = "\n".join(x for x in (title, heading) if x and x.strip())
+    return f"{head}\n\n{text}" if head else text
+
+
+def texts_to_embed(prepared: dict[str, Any], doc: dict[str, Any] | None = None, *,
+                   context: bool | None = None) -> dict[str, list[str]]:
+    """What ``fn::amem::documents::prepare`` says will be stored, per kind: the texts to
+    embed. With embedding context (``constants.EMBED_CONTEXT`` unless ``context`` says),
+    chunks of ``doc`` are embedded with its title and their section heading before them."""
+    from .constants import EMBED_CONTEXT
+
+    use = EMBED_CONTEXT if context is None else context
+    title = (doc or {}).get("title")
+    sections = (doc or {}).get("sections") or []
+
+    def heading(c: dict[str, Any]) -> str | None:
+        i = c.get("section")
+        return sections[i].get("heading") if isinstance(i, int) and 0 <= i < len(sections) else None
+
     return {
-        "chunks": [c["text"] for c in prepared["chunks"]],
+        "chunks": [embedding_text(c["text"], title, heading(c)) if use and doc is not None else c["text"]
+                   for c in prepared["chunks"]],
         "audio": [a["text"] for a in prepared["audio"]],
         "keywords": [k["text"] for k in prepared["keywords"]],
         "sections": list(prepared["sections"]),
@@ -186,7 +209,7 @@ def _plan_batch(batch: list[Item], prepared: list[tuple[bool, Any]], embedder: A
         elif p["unchanged"] or embedder is None:
             plan.append((it, None, None))
         else:
-            parts = texts_to_embed(p)
+            parts = texts_to_embed(p, it.doc)
             plan.append((it, parts, None))
             texts += [t for part in parts.values() for t in part]
     return plan, texts

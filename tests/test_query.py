@@ -60,6 +60,9 @@ def ids(hits: list[dict]) -> list[str]:
 
 
 async def query(conn, q: str, e=None, **opts):
+    # these tests check RRF; score fusion (documents.query's default since issue #16) is
+    # checked in tests/test_quality.py
+    opts.setdefault("fusion", "rrf")
     emb = None if e is None else [float(x) for x in e]
     (res,) = await conn.query(Q_CALL, {"q": q, "e": emb, "o": opts})
     return res

@@ -153,12 +153,39 @@ async def delete(session: Session, id: str = typer.Argument(..., help="document 
     out.print(f"deleted {done['deleted']} ({done['chunks']} chunks)")
 
 
-async def reprocess(session: Session, id: str = typer.Argument(..., help="document id")) -> None:
-    """Re-chunk, re-extract keywords and re-embed a document from its stored text. Example: amem-db documents reprocess document:01HX..."""
+async def reprocess(session: Session, id: str | None = typer.Argument(None, help="document id (or --all)"),
+                    all_documents: bool = typer.Option(False, "--all", help="every document, with progress (after an "
+                                                       "ingest change such as embedding context: docs/EVALUATION.md)")) -> None:
+    """Re-chunk, re-extract keywords and re-embed a document from its stored text. Example: amem-db documents reprocess document:01HX...
+
+    With --all, every document in turn (one transaction each; a failure is reported and the rest go on; exits 1 if any failed)."""
+    if (id is None) == (not all_documents):
+        raise typer.BadParameter("give a document id or --all, not both")
     mem = await session.memory()
-    result = as_json(await mem.documents.reprocess(id))
-    out.print(f"{result['status']} {result['name']}" + (f": {result['error']}" if result.get("error") else ""))
-    if result["status"] == "failed":
+    if id is not None:
+        result = as_json(await mem.documents.reprocess(id))
+        out.print(f"{result['status']} {result['name']}" + (f": {result['error']}" if result.get("error") else ""))
+        if result["status"] == "failed":
+            raise typer.Exit(EXIT_ERROR)
+        return
+    ids: list[str] = []
+    while True:
+        page = as_json(await mem.documents.list(limit=100, offset=len(ids)))
+        ids += [str(d["id"]) for d in page["documents"]]
+        if not page["documents"] or len(ids) >= page["total"]:
+            break
+    failed = 0
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err) as bar:
+        task = bar.add_task("reprocess", total=len(ids))
+        for doc_id in ids:
+            result = as_json(await mem.documents.reprocess(doc_id))
+            if result["status"] == "failed":
+                failed += 1
+                err.print(f"failed {doc_id}: {result.get('error')}")
+            bar.advance(task)
+    out.print(f"reprocessed {len(ids) - failed} of {len(ids)} documents" + (f", {failed} failed" if failed else ""))
+    if failed:
         raise typer.Exit(EXIT_ERROR)
 
 

@@ -67,7 +67,7 @@ async def eval_command(
     out_dir: Path | None = typer.Option(None, "--out", help="report folder (default results/eval/<dataset>/; "
                                            "with several datasets: <out>/<dataset>/ plus <out>/summary.*)"),
     limit_queries: int | None = typer.Option(None, help="score only the first N judged queries (quick runs)"),
-    threshold: float | None = typer.Option(None, help="minimum cosine of the vector leg (default: the API default 0.5)"),
+    threshold: float | None = typer.Option(None, help="minimum cosine of the vector leg (default: the API default, calibrated per embedding model: MiniLM 0.3)"),
     filter_json: str | None = typer.Option(None, "--filter", help='query filter as JSON, passed to every query, '
                                               'e.g. \'{"mimeType": ["application/jsonl"]}\''),
     title: str = typer.Option("separate", help="separate: titles stay document metadata (the product's JSONL path); "

@@ -105,8 +105,9 @@ async def query(
     mode: str = typer.Option("hybrid", "--mode", help="hybrid | vector | bm25 | hybrid_graph"),
     k: int = typer.Option(10, "--k", help=f"answer size (max {MAX_K}; larger is clamped)"),
     threshold: float | None = typer.Option(None, help="minimum cosine similarity of the vector leg"),
-    vector_weight: float | None = typer.Option(None, "--vector-weight", help="weight of the vector leg in RRF, 0..1 (default 0.5)"),
+    vector_weight: float | None = typer.Option(None, "--vector-weight", help="weight of the vector leg in the fusion, 0..1 (default 0.5)"),
     rrf_k: float | None = typer.Option(None, "--rrf-k", help="RRF smoothing constant (default 60, > 0)"),
+    fusion: str | None = typer.Option(None, "--fusion", help="how hybrid fuses its legs: rrf | zscore | minmax (docs/EVALUATION.md)"),
     mime_type: list[str] = typer.Option([], "--mime-type", help="only these MIME types (repeatable)"),
     document_id: list[str] = typer.Option([], "--document-id", help="only these documents (repeatable)"),
     lens: list[str] = lens_option(),
@@ -143,7 +144,7 @@ async def query(
         filter=flt or None, lens=parse_lens(lens), expand_context=False if no_context else None,
         graph_edges=graph_edges.split(",") if graph_edges else None, graph_alpha=graph_alpha,
         graph_depth=graph_depth, expand_graph=expand_graph or None, location=parse_location(near, within, nearest),
-        as_of=as_of, at_instant=at_instant,
+        as_of=as_of, at_instant=at_instant, fusion=fusion,
         use_reranker=True if rerank else None, reranker=rerank or None, hyde=hyde or None, decompose=decompose or None))
     if json_output:
         return print_json(response)

@@ -47,6 +47,10 @@ def corpus_key(corpus_path: Path, embedder_name: str, title_mode: str) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     h.update(f"\nembedder={embedder_name}\ntitle={title_mode}\nschema={schema_checksum()}\n".encode())
+    from amem_db.constants import EMBED_CONTEXT
+
+    if EMBED_CONTEXT:  # the chunk vectors see title + heading (amem_db/ingest.py embedding_text)
+        h.update(b"embed_context=1\n")
     return h.hexdigest()
 
 @dataclass

@@ -28,7 +28,7 @@ def render_markdown(report: dict[str, Any], comparison: list[dict[str, Any]] | N
     lines += [
         f"- corpus: {report['corpus_documents']} documents; {report['queries']} judged queries; "
         f"k = {report['k']} passages per query (deduplicated to documents); threshold = "
-        f"{report['threshold'] if report['threshold'] is not None else 'default (0.5)'}; title = {report['title_mode']}"
+        f"{report['threshold'] if report['threshold'] is not None else 'default (calibrated per embedding model; MiniLM 0.3)'}; title = {report['title_mode']}"
         + (f"; filter = {json.dumps(report['filter'])}" if report.get("filter") else ""),
         f"- embedder: {report['embedder']}; engine {report['engine']['version']}",
         f"- database: {db['url']} ({'cached' if db['cached'] else 'ingested now'}"
