@@ -224,6 +224,8 @@ class Memory:
         rerank_depth: int | None = None,
         hyde: bool | None = None,
         llm: ChatProvider | None = None,
+        page_size: int | None = None,
+        cursor: str | None = None,
     ) -> RecallResponse:
         """Facts and passages ranked together for ``query`` (MEMORY.md section 2):
         embeds it (unless mode is bm25 or graph), then ONE round trip to
@@ -245,7 +247,9 @@ class Memory:
         ``reuse_max_age`` seconds (3600), as ``tier == "cache"``; a thin or unsure
         tier 3 (best score under ``confidence_floor``, 0.40) escalates to tier 4
         (``escalated``: doubled pool, one more graph hop, ``hyde_embedding`` when given);
-        ``ladder=False`` runs tier 3 alone.
+        ``ladder=False`` runs tier 3 alone. ``page_size`` freezes the top 50 hits in the
+        trace and returns the first page with a ``cursor``; ``cursor`` returns the next page
+        of that frozen set (re-read at the first page's clock; no ranking, the query unused).
 
         ``use_reranker``: the hits (``rerank_depth`` of them, default k, at most 50)
         are re-scored by ``reranker`` (a :class:`~amem_db.rerank.Reranker`, ``"endpoint"``,
@@ -269,7 +273,10 @@ class Memory:
             "feedback": feedback,
             "reuse": reuse, "reuseMaxAge": reuse_max_age, "confidenceFloor": confidence_floor,
             "hydeEmbedding": list(hyde_embedding) if hyde_embedding is not None else None, "ladder": ladder,
+            "pageSize": page_size, "cursor": cursor,
         })
+        if cursor is not None:
+            return _model(RecallResponse, await call(self.conn, "fn::amem::recall", query, None, opts))
         external = resolve_reranker(reranker) if use_reranker is not False and reranker != "rescore" else None
         if use_reranker and external is not None:
             opts["k"] = max(k, min(rerank_depth or k, 50))

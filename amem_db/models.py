@@ -525,6 +525,11 @@ class RecallResponse(_Camel):
     query_ms: float = 0.0
     warnings: list[str] = []
     trace: dict[str, Any] | None = None
+    # stable pagination (``page_size`` / ``cursor``): the next page's cursor (None: last),
+    # how many hits the frozen set holds, the page size
+    cursor: str | None = None
+    candidates: int | None = None
+    page_size: int | None = None
 
 
 class StoredAnswer(_Camel):

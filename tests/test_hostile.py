@@ -80,7 +80,8 @@ instant = st.one_of(hostile, st.datetimes(timezones=st.just(UTC)), st.sampled_fr
 time_opts = st.dictionaries(st.sampled_from([*TIME_KEYS, "lens"]), st.one_of(instant, st.lists(instant, max_size=3), lens), max_size=4)
 RECALL_KEYS = ["mode", "k", "include", "lens", "labels", "threshold", "vectorWeight", "graphWeight", "rrfK", "graphDepth",
                "expandContext", "caller", "embeddingModel", "bogus", *TIME_KEYS,
-               "reuse", "reuseMaxAge", "confidenceFloor", "hydeEmbedding", "ladder"]  # the tier ladder (surql/455_tiers)
+               "reuse", "reuseMaxAge", "confidenceFloor", "hydeEmbedding", "ladder",  # the tier ladder (surql/455_tiers)
+               "pageSize", "cursor", "feedback"]
 recall_opts = st.one_of(hostile, st.dictionaries(st.sampled_from(RECALL_KEYS), st.one_of(
     hostile, lens, st.sampled_from(["hybrid", "vector", "bm25", "graph"]), st.lists(st.sampled_from(["facts", "passages", "x"]), max_size=3)),
     max_size=6))

@@ -325,6 +325,31 @@ async def test_a_cursor_expires_with_its_trace_and_bad_paging_options_are_typed_
         assert await count(db, "retrieval_trace") == n
 
 
+async def test_recall_pages_a_frozen_set_and_its_cursor_is_its_own(mem, db):
+    for i in range(14):
+        await mem.facts.write({"text": f"Quillon harbour log {i}: the crane moved grain.", "category": "knowledge"})
+    first = await mem.recall("quillon harbour crane grain", include=["passages"], page_size=5)
+    assert len(first.hits) == 5 and first.cursor and first.page_size == 5
+    frozen = [plain(h["id"]) for h in first.trace["hits"] if h["returned"]]
+    assert len(frozen) == first.candidates >= 14 and [h.id for h in first.hits] == frozen[:5]
+    # a better match written now never enters the pages of the frozen set
+    await mem.facts.write({"text": "Quillon harbour crane grain, quillon harbour crane grain.", "category": "knowledge"})
+    seen, cursor = [h.id for h in first.hits], first.cursor
+    while cursor is not None:
+        page = await mem.recall("", cursor=cursor)
+        assert page.trace["id"] == first.trace["id"] and not set(h.id for h in page.hits) & set(seen)
+        seen, cursor = seen + [h.id for h in page.hits], page.cursor
+    assert seen == frozen
+    # raw SurrealQL pages the same way; a documents.query cursor is not a recall cursor
+    (raw,) = await db.query("RETURN fn::amem::recall('', NONE, {cursor: $c})", {"c": first.cursor})
+    assert [plain(h["id"]) for h in raw["hits"]] == frozen[5:10]
+    other = await mem.documents.query(Q, threshold=-1, page_size=2)
+    with pytest.raises(NotFound, match="not a recall cursor"):
+        await mem.recall("", cursor=other.cursor)
+    with pytest.raises(InvalidInput, match="pageSize"):
+        await mem.recall("quillon", page_size=0)
+
+
 # --- Python surface, sync twin, CLI ------------------------------------------------------------
 def test_sync_twin_reads_traces():
     mem = SyncMemory.open(url="mem://", embedder=HASH, migrate=True)

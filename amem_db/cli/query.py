@@ -64,6 +64,20 @@ def parse_location(near: str | None, within: str | None, nearest: str | None) ->
     return loc or None
 
 
+def page_size_option() -> Any:
+    return typer.Option(None, "--page-size", help="freeze the ranked candidates and show the first page of this size (prints a cursor)")
+
+
+def cursor_option() -> Any:
+    return typer.Option(None, "--cursor", help='the next page of a frozen set, from a previous --page-size (the text is not used: pass "")')
+
+
+def print_cursor(response: dict[str, Any]) -> None:
+    if response.get("pageSize") is not None:
+        more = f"next page: --cursor {response['cursor']}" if response.get("cursor") else "last page"
+        out.print(f"page of {response['pageSize']} from {response.get('candidates')} frozen candidates; {more}")
+
+
 def near_option() -> Any:
     return typer.Option(None, "--near", metavar="LAT,LNG,KM", help="only rows within KM kilometres of the point")
 
@@ -124,9 +138,11 @@ async def query(
     rerank: str | None = rerank_option(),
     hyde: bool = hyde_option(),
     decompose: bool = decompose_option(),
+    page_size: int | None = page_size_option(),
+    cursor: str | None = cursor_option(),
     json_output: bool = json_option("the full response (results, contextHits, trace) as JSON"),
 ) -> None:
-    """Search passages: hybrid (BM25 + vector, RRF) by default, one database round trip.
+    """Search passages: hybrid (BM25 + vector, score fusion) by default, one database round trip.
 
     Example: amem-db query "return window for unopened items" --k 5
 
@@ -145,7 +161,8 @@ async def query(
         graph_edges=graph_edges.split(",") if graph_edges else None, graph_alpha=graph_alpha,
         graph_depth=graph_depth, expand_graph=expand_graph or None, location=parse_location(near, within, nearest),
         as_of=as_of, at_instant=at_instant, fusion=fusion,
-        use_reranker=True if rerank else None, reranker=rerank or None, hyde=hyde or None, decompose=decompose or None))
+        use_reranker=True if rerank else None, reranker=rerank or None, hyde=hyde or None, decompose=decompose or None,
+        page_size=page_size, cursor=cursor))
     if json_output:
         return print_json(response)
     table = Table("#", "score", "document", "section", "passage", show_lines=True)
@@ -162,6 +179,7 @@ async def query(
     context = response.get("contextHits") or []
     extra = f", {len(context)} context passages" if context else ""
     out.print(f"{len(response['results'])} results{extra} in {response['queryMs']:.0f} ms ({mode})")
+    print_cursor(response)
     for w in response.get("warnings") or []:
         out.print(f"[yellow]note[/]: {w}")
 
@@ -212,6 +230,8 @@ async def recall(
     rerank: str | None = typer.Option(None, "--rerank", metavar="RERANKER", callback=check_rerank,
                                       help="rerank the hits after the round trip: endpoint (AMEM_RERANK_URL), an http(s) "
                                            "URL of a /v1/rerank endpoint, or cross-encoder:PATH"),
+    page_size: int | None = page_size_option(),
+    cursor: str | None = cursor_option(),
     json_output: bool = json_option("the full response (hits, contextHits, seedEntities, queryWindow, trace) as JSON"),
 ) -> None:
     """Recall facts and passages together, ranked in one database round trip.
@@ -229,7 +249,8 @@ async def recall(
         valid_during=parse_during(valid_during),
         query_window=False if no_query_window else None, strict_window=True if strict_window else None,
         window_weight=window_weight, now=now, reuse=True if reuse else None, confidence_floor=confidence_floor,
-        ladder=False if no_ladder else None, use_reranker=True if rerank else None, reranker=rerank or None))
+        ladder=False if no_ladder else None, use_reranker=True if rerank else None, reranker=rerank or None,
+        page_size=page_size, cursor=cursor))
     if json_output:
         return print_json(response)
     table = Table("#", "source", "score", "text", "valid", "citation", show_lines=True)
@@ -241,7 +262,8 @@ async def recall(
     named = f"; names {seeds}" if seeds else ""
     window = response.get("queryWindow")
     span = f"; window '{window['phrase']}' {_when(window.get('from')) or '…'} .. {_when(window.get('to')) or 'open'}" if window else ""
-    out.print(f"{len(response['hits'])} hits in {response['queryMs']:.0f} ms ({mode}, {response['classificationKind']}{named}{span})")
+    out.print(f"{len(response['hits'])} hits in {response.get('queryMs', 0):.0f} ms ({mode}, {response.get('classificationKind', 'page')}{named}{span})")
+    print_cursor(response)
     if response.get("answer"):  # tier 2
         out.print(f"reused answer {response['reusedFrom']}: {escape(response['answer']['text'])}")
     out.print(f"tier {response.get('tier')}: {escape(response.get('tierReason') or '')}")
