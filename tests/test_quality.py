@@ -132,7 +132,7 @@ async def test_score_fusion_missing_passage_sits_at_the_leg_floor(db):
 
 async def test_score_fusion_a_lone_hit_first_in_every_leg_scores_one(db):
     (got,) = await db.query("RETURN fn::amem::fusion::scores([[{id: 'a', score: 0.4}], [{id: 'a', score: 7.5}]], [0.5, 0.5], 'zscore', 10)")
-    assert got == [{"id": "a", "score": 1.0, "fused": 1.0}]
+    assert got == [{"id": "a", "score": 1.0, "fused": 1.0, "parts": [0.5, 0.5]}]
     (got,) = await db.query("RETURN fn::amem::fusion::scores([[{id: 'a', score: 0.4}], [{id: 'b', score: 2}, {id: 'a', score: 1}]], [0.5, 0.5], 'zscore', 10)")
     # a: 0.5 (the lone vector hit) + 0 (BM25's floor); b: 0 + 0.5 * (1 - -1) z = 1.0
     assert [(r["id"], r["fused"]) for r in got] == [("b", pytest.approx(1.0)), ("a", pytest.approx(0.5))]
@@ -160,9 +160,10 @@ async def test_query_score_fusion_ranks_by_the_reference(db, corpus, how):
     want = [i for i, _ in ref_scores([vec, lex], [0.5, 0.5], how)]
     assert [str(h["chunk"]["id"]) for h in res["results"]] == want
     assert res["trace"]["options"]["fusion"] == how
-    # the trace keeps each leg's rank and raw score; RRF contributions do not apply
-    hit = res["trace"]["hits"][0]
-    assert hit.get("rrf") is None and "contribution" not in (hit["bm25"] or {}) | (hit["vector"] or {})
+    # the trace keeps each leg's rank and raw score, and its part of the score (no RRF sum)
+    for hit in res["trace"]["hits"]:
+        parts = [(hit.get(leg) or {}).get("contribution", 0.0) for leg in ("vector", "bm25")]
+        assert hit.get("rrf") is None and sum(parts) == pytest.approx(hit["score"], abs=1e-9)
 
 
 async def test_query_zscore_is_the_default_and_differs_from_rrf(db, corpus):

@@ -702,13 +702,13 @@ async def test_trace_feedback_stays_inside_its_caller(world):
     w = world
     q = "return policy refund window"
     emb = w.emb.embed_query(q)
-    a_before = await call(w.A, "fn::amem::documents::query", q, emb, {"k": 5, "threshold": -1})
-    b_first = await call(w.B, "fn::amem::documents::query", q, emb, {"k": 5, "threshold": -1})
+    a_before = await call(w.A, "fn::amem::documents::query", q, emb, {"k": 5, "threshold": -1, "fusion": "rrf"})
+    b_first = await call(w.B, "fn::amem::documents::query", q, emb, {"k": 5, "threshold": -1, "fusion": "rrf"})
     for rank, verdict in ((5, "useful"), (1, "wrong")):
         await call(w.B, "fn::amem::traces::feedback", b_first["trace"]["id"], rank, verdict)
-    b_after = await call(w.B, "fn::amem::documents::query", q, emb, {"k": 5, "threshold": -1})
+    b_after = await call(w.B, "fn::amem::documents::query", q, emb, {"k": 5, "threshold": -1, "fusion": "rrf"})
     assert [h["chunk"]["id"] for h in b_after["results"]] != [h["chunk"]["id"] for h in b_first["results"]]  # B's signal works
-    a_after = await call(w.A, "fn::amem::documents::query", q, emb, {"k": 5, "threshold": -1})
+    a_after = await call(w.A, "fn::amem::documents::query", q, emb, {"k": 5, "threshold": -1, "fusion": "rrf"})
     assert [h["chunk"]["id"] for h in a_after["results"]] == [h["chunk"]["id"] for h in a_before["results"]]
     assert all(h.get("feedback") is None for h in a_after["trace"]["hits"])
     (seen,) = await w.A.query("SELECT * FROM trace_feedback")

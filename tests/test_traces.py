@@ -191,7 +191,13 @@ async def test_bad_retention_is_a_typed_error_and_changes_nothing(mem, db, kw, f
 
 # --- explain -------------------------------------------------------------------------------
 async def test_explain_ledger_is_the_rrf_formula_of_the_trace(mem, db):
-    r = await mem.documents.query(Q, k=4, threshold=-1)
+    # the default fusion is by scores; its ledger: each leg's part, summing to the score
+    z = await mem.documents.query(Q, k=4, threshold=-1)
+    for rank, hit in enumerate(z.trace["hits"], start=1):
+        why = await mem.traces.explain(z.trace["id"], rank)
+        assert sum(row.contribution or 0 for row in why.ledger if row.signal in ("vector", "bm25")) == pytest.approx(hit["score"])
+        assert any(d.startswith("zscore score fusion") for d in why.decisions)
+    r = await mem.documents.query(Q, k=4, threshold=-1, fusion="rrf")
     tid = r.trace["id"]
     for rank, hit in enumerate(r.trace["hits"], start=1):
         why = await mem.traces.explain(tid, rank)
@@ -225,22 +231,24 @@ async def test_explain_a_recall_hit_uses_the_stored_weights(mem, db):
 # --- feedback --------------------------------------------------------------------------------
 async def test_feedback_helps_the_marked_query_and_can_be_switched_off(mem, db):
     await clear(db)
-    before = await mem.documents.query(Q, k=4, threshold=-1)
+    # RRF, whose scores sit close together: the bounded +-0.2 boost can reorder them (under the
+    # default score fusion the same boost moves a hit only past neighbours within 0.2)
+    before = await mem.documents.query(Q, k=4, threshold=-1, fusion="rrf")
     marked = ids(before.results)[3]
     fb = await mem.traces.feedback(before.trace["id"], 4, "useful")
     assert fb.verdict == "useful" and fb.hit == marked and fb.rank == 4
-    after = await mem.documents.query(Q, k=4, threshold=-1)
+    after = await mem.documents.query(Q, k=4, threshold=-1, fusion="rrf")
     assert ids(after.results).index(marked) < 3  # moved up
     moved = next(h for h in after.trace["hits"] if plain(h["id"]) == marked)
     assert moved["feedback"]["verdict"] == "useful" and 0 < moved["feedback"]["delta"] <= 0.2
     why = await mem.traces.explain(after.trace["id"], marked)
     assert [row.signal for row in why.ledger][-1] == "feedback" and why.ledger[-1].contribution == moved["feedback"]["delta"]
     # the same query with feedback off: exactly the order before the mark
-    off = await mem.documents.query(Q, k=4, threshold=-1, feedback=False)
+    off = await mem.documents.query(Q, k=4, threshold=-1, feedback=False, fusion="rrf")
     assert ids(off.results) == ids(before.results)
     assert all(h.get("feedback") is None for h in off.trace["hits"])
     # a query that shares no words with the marked one is not moved
-    other = await mem.documents.query("prices spring", k=4, threshold=-1)
+    other = await mem.documents.query("prices spring", k=4, threshold=-1, fusion="rrf")
     assert all(h.get("feedback") is None for h in other.trace["hits"])
 
 
@@ -277,13 +285,14 @@ async def test_bad_feedback_is_a_typed_error_and_writes_nothing(mem, db, hit, ve
 
 
 async def test_an_owner_side_caller_gets_only_its_own_feedback(mem, db):
+    # fusion rrf: close scores, which the bounded feedback boost can reorder (see the test above)
     await clear(db)
     emb = await mem.embed_query(Q)
-    base = await call(db, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1, "caller": "app-1"})
+    base = await call(db, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1, "fusion": "rrf", "caller": "app-1"})
     await call(db, "fn::amem::traces::feedback", base["trace"]["id"], 4, "useful")
-    for_other = await call(db, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1, "caller": "app-2"})
+    for_other = await call(db, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1, "fusion": "rrf", "caller": "app-2"})
     assert [h["chunk"]["id"] for h in for_other["results"]] == [h["chunk"]["id"] for h in base["results"]]
-    for_me = await call(db, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1, "caller": "app-1"})
+    for_me = await call(db, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1, "fusion": "rrf", "caller": "app-1"})
     assert [h["chunk"]["id"] for h in for_me["results"]] != [h["chunk"]["id"] for h in base["results"]]
 
 
@@ -388,7 +397,7 @@ def test_readme_traces_examples_run_as_printed(tmp_path):
         outputs.append(run([tid if a == "retrieval_trace:abc" else a for a in args[1:]]).stdout)
     listed, explained, marked, shown, stats, kept = outputs[1:]
     assert tid in listed and "zorblat kerosene" in listed
-    assert all(w in explained for w in ("vector", "bm25", "contribution", "RRF: sum")), explained
+    assert all(w in explained for w in ("vector", "bm25", "contribution", "zscore score fusion")), explained
     assert "marked useful (rank 2" in marked
     assert json.loads(shown)["id"] == tid and json.loads(shown)["query"] == "zorblat kerosene"
     assert "hybrid" in stats and "cache hit rate" in stats
@@ -438,34 +447,35 @@ async def test_record_users_see_only_their_own_traces(world):
 
 
 async def test_another_tenants_feedback_never_moves_my_ranking(world):
+    # fusion rrf: close scores, which the bounded feedback boost can reorder (see the test above)
     a, b, reader = world.conns["tenant-a"], world.conns["tenant-b"], world.conns["reader-a"]
     emb = world.emb.embed_query(Q)
-    before = await call(a, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1})
+    before = await call(a, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1, "fusion": "rrf"})
     order = [h["chunk"]["id"] for h in before["results"]]
     # B marks its own 4th hit useful and its 1st wrong; B's ranking moves, A's does not
-    rb = await call(b, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1})
+    rb = await call(b, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1, "fusion": "rrf"})
     await call(b, "fn::amem::traces::feedback", rb["trace"]["id"], 4, "useful")
     await call(b, "fn::amem::traces::feedback", rb["trace"]["id"], 1, "wrong")
-    rb2 = await call(b, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1})
+    rb2 = await call(b, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1, "fusion": "rrf"})
     assert [h["chunk"]["id"] for h in rb2["results"]] != [h["chunk"]["id"] for h in rb["results"]]
     # raw SurrealQL: B cannot plant a verdict as A (caller must be B), nor read or change A's
     (a_caller,) = await a.query("RETURN <string> $auth.id")
     a_hit = before["results"][3]["chunk"]["id"]
     await b.query("CREATE trace_feedback CONTENT {trace: 'retrieval_trace:x', hit: type::record($h), verdict: 'useful', query: $q, "
                   "query_norm: 'zorblat engine kerosene', caller: $c}", {"h": plain(a_hit), "q": Q, "c": a_caller})
-    after = await call(a, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1})
+    after = await call(a, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1, "fusion": "rrf"})
     assert [h["chunk"]["id"] for h in after["results"]] == order
     assert all(h.get("feedback") is None for h in after["trace"]["hits"])
     (b_rows,) = await world.root.query("SELECT VALUE caller FROM trace_feedback")
     assert a_caller not in b_rows and len(b_rows) == 2
     # A's own verdict moves A (and is invisible to B and to a reader of the same scope)
     await call(a, "fn::amem::traces::feedback", before["trace"]["id"], 4, "useful")
-    mine = await call(a, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1})
+    mine = await call(a, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1, "fusion": "rrf"})
     assert [h["chunk"]["id"] for h in mine["results"]].index(a_hit) < 3
     (b_sees,) = await b.query("SELECT * FROM trace_feedback WHERE caller = $c", {"c": a_caller})
     (reader_sees,) = await reader.query("SELECT * FROM trace_feedback")
     assert b_sees == [] and reader_sees == []
-    theirs = await call(reader, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1})
+    theirs = await call(reader, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1, "fusion": "rrf"})
     assert all(h.get("feedback") is None for h in theirs["trace"]["hits"])
     # a cursor is A's alone: B's read of it finds no trace
     page = await call(a, "fn::amem::documents::query", Q, emb, {"threshold": -1, "pageSize": 2})
