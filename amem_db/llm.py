@@ -20,6 +20,7 @@ import urllib.error
 import urllib.request
 from typing import Any, Protocol, runtime_checkable
 
+from .embedding.openai_compat import api_endpoint
 from .errors import AmemError
 
 URL_ENV = "AMEM_LLM_URL"
@@ -51,13 +52,8 @@ class ChatProvider(Protocol):
 
 
 def chat_endpoint(url: str) -> str:
-    """Accept a server root, a ``/v1`` base or the full ``/chat/completions`` endpoint."""
-    url = url.rstrip("/")
-    if url.endswith("/chat/completions"):
-        return url
-    if url.endswith("/v1"):
-        return url + "/chat/completions"
-    return url + "/v1/chat/completions"
+    """Accept a server root, a ``/v1`` base or the full ``chat/completions`` endpoint."""
+    return api_endpoint(url, "chat/completions")
 
 
 class OpenAICompatChat:

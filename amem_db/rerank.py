@@ -30,6 +30,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from .embedding.openai_compat import api_endpoint
 from .errors import AmemError
 
 URL_ENV = "AMEM_RERANK_URL"
@@ -56,13 +57,8 @@ class Reranker(Protocol):
 
 
 def rerank_endpoint(url: str) -> str:
-    """Accept a server root, a ``/v1`` base or the full ``.../rerank`` endpoint."""
-    url = url.rstrip("/")
-    if url.endswith("/rerank"):
-        return url
-    if url.endswith("/v1"):
-        return url + "/rerank"
-    return url + "/v1/rerank"
+    """Accept a server root, a ``/v1`` base or the full ``rerank`` endpoint."""
+    return api_endpoint(url, "rerank")
 
 
 class EndpointReranker:

@@ -49,14 +49,20 @@ def parse_openai_spec(spec: str) -> tuple[str, str]:
     return match["url"], match["model"]
 
 
-def embeddings_endpoint(url: str) -> str:
-    """Accept a server root, a ``/v1`` base or the full endpoint."""
+def api_endpoint(url: str, path: str) -> str:
+    """An OpenAI-style endpoint from a server root, a ``/v1`` base or the full URL:
+    ``api_endpoint("http://h:8000", "embeddings")`` is ``http://h:8000/v1/embeddings``
+    (also used for ``chat/completions`` and ``rerank``)."""
     url = url.rstrip("/")
-    if url.endswith("/embeddings"):
+    if url.endswith("/" + path):
         return url
     if url.endswith("/v1"):
-        return url + "/embeddings"
-    return url + "/v1/embeddings"
+        return f"{url}/{path}"
+    return f"{url}/v1/{path}"
+
+
+def embeddings_endpoint(url: str) -> str:
+    return api_endpoint(url, "embeddings")
 
 
 class OpenAICompatibleEmbedder:
