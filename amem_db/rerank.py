@@ -25,12 +25,10 @@ from __future__ import annotations
 import json
 import math
 import os
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from .embedding.openai_compat import api_endpoint
+from .embedding.openai_compat import api_endpoint, post_json
 from .errors import AmemError
 
 URL_ENV = "AMEM_RERANK_URL"
@@ -88,20 +86,7 @@ class EndpointReranker:
         return _scores_from_reply(reply, len(documents), self.endpoint)
 
     def _post(self, body: bytes) -> Any:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        request = urllib.request.Request(self.endpoint, data=body, headers=headers, method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                return json.loads(response.read().decode("utf-8"))
-        except urllib.error.HTTPError as exc:
-            detail = exc.read(300).decode("utf-8", "replace")
-            raise RerankerError(f"{self.endpoint} answered HTTP {exc.code}: {detail}") from exc
-        except (urllib.error.URLError, TimeoutError, OSError) as exc:
-            raise RerankerError(f"cannot reach {self.endpoint}: {exc}") from exc
-        except ValueError as exc:
-            raise RerankerError(f"{self.endpoint} did not answer JSON: {exc}") from exc
+        return post_json(self.endpoint, body, api_key=self._api_key, timeout_s=self.timeout_s, error=RerankerError)
 
 
 def _scores_from_reply(reply: Any, expected: int, endpoint: str) -> list[float]:

@@ -65,6 +65,26 @@ def embeddings_endpoint(url: str) -> str:
     return api_endpoint(url, "embeddings")
 
 
+def post_json(endpoint: str, body: bytes, *, api_key: str | None, timeout_s: float, error: type[Exception],
+              detail_bytes: int = 300) -> Any:
+    """POST a JSON body to an OpenAI-style endpoint (embeddings, chat, rerank) and parse the
+    JSON reply; every failure (HTTP status, network, not JSON) is ``error`` naming the endpoint."""
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    request = urllib.request.Request(endpoint, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            return json.loads(response.read().decode("utf-8"))
+    except urllib.error.HTTPError as exc:
+        detail = exc.read(detail_bytes).decode("utf-8", "replace")
+        raise error(f"{endpoint} answered HTTP {exc.code}: {detail}") from exc
+    except (urllib.error.URLError, TimeoutError, OSError) as exc:
+        raise error(f"cannot reach {endpoint}: {exc}") from exc
+    except ValueError as exc:  # JSONDecodeError / UnicodeDecodeError
+        raise error(f"{endpoint} did not answer JSON: {exc}") from exc
+
+
 class OpenAICompatibleEmbedder:
     """Vectors from a remote ``/v1/embeddings`` endpoint, L2-normalised here
     (OpenAI's are already; many other servers' are not, and the store ranks
@@ -116,22 +136,9 @@ class OpenAICompatibleEmbedder:
         return [_normalised_float32(vector) for vector in vectors]
 
     def _post(self, body: bytes) -> dict[str, Any]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        request = urllib.request.Request(self.endpoint, data=body, headers=headers, method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                reply: dict[str, Any] = json.loads(response.read().decode("utf-8"))
-                return reply
-        except urllib.error.HTTPError as exc:
-            detail = exc.read(500).decode("utf-8", "replace")
-            raise EmbeddingServiceError(
-                f"{self.endpoint} answered HTTP {exc.code}: {detail}") from exc
-        except (urllib.error.URLError, TimeoutError, OSError) as exc:
-            raise EmbeddingServiceError(f"cannot reach {self.endpoint}: {exc}") from exc
-        except ValueError as exc:  # JSONDecodeError / UnicodeDecodeError
-            raise EmbeddingServiceError(f"{self.endpoint} did not answer JSON: {exc}") from exc
+        reply: dict[str, Any] = post_json(self.endpoint, body, api_key=self._api_key, timeout_s=self.timeout_s,
+                                          error=EmbeddingServiceError, detail_bytes=500)
+        return reply
 
     def _check_dimension(self, dimension: int) -> None:
         with self._dimension_lock:
