@@ -11,12 +11,10 @@ fall-backs (no provider, HTTP error, timeout), never a model's quality.
 from __future__ import annotations
 
 import json
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from standin import JsonStandIn
 
 from amem_db import Memory, SyncMemory
 from amem_db.db import call
@@ -52,46 +50,17 @@ async def traces(conn) -> int:
 
 
 # --- the chat API stand-in ------------------------------------------------------------------
-class ChatStandIn:
+class ChatStandIn(JsonStandIn):
     """/v1/chat/completions standing in for a model: HyDE prompts get `hyde`, decomposition
     prompts get `parts` (one per line); `status` / `delay_s` simulate failures."""
 
     def __init__(self, *, hyde: str = "", parts: list[str] | None = None, status: int = 200, delay_s: float = 0.0) -> None:
-        self.requests: list[dict[str, Any]] = []
-        outer = self
+        def answer(body: dict[str, Any]) -> Any:
+            system = body["messages"][0]["content"]
+            content = "\n".join(f"{i + 1}. {p}" for i, p in enumerate(parts or [])) if system.startswith("Split") else hyde
+            return {"choices": [{"message": {"role": "assistant", "content": content}}]}
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), **body})
-                time.sleep(delay_s)
-                if status != 200:
-                    self.send_response(status)
-                    self.end_headers()
-                    return
-                system = body["messages"][0]["content"]
-                content = "\n".join(f"{i + 1}. {p}" for i, p in enumerate(parts or [])) if system.startswith("Split") else hyde
-                data = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> ChatStandIn:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(answer, status=status, delay_s=delay_s, base="/v1")
 
 
 # --- raw SurrealQL: hydeEmbedding -------------------------------------------------------------

@@ -13,18 +13,15 @@ amem_db/rerank.py), on the real engine.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
 import pytest
 import pytest_asyncio
 from devserver_fixture import dev_server, tenants  # noqa: F401
+from standin import JsonStandIn
 
 from amem_db import Memory
 from amem_db.db import call
@@ -66,47 +63,16 @@ async def traces(conn) -> int:
 
 
 # --- the rerank API stand-in -----------------------------------------------------------
-class StandIn:
+class StandIn(JsonStandIn):
     """A /v1/rerank server standing in for a model (see the module docstring)."""
 
     def __init__(self, *, status: int = 200, delay_s: float = 0.0, reply: Any = None) -> None:
-        self.requests: list[dict[str, Any]] = []
-        outer = self
+        def answer(body: dict[str, Any]) -> Any:
+            return reply if reply is not None else {"results": sorted(
+                ({"index": i, "relevance_score": d.count("zeta") / 4} for i, d in enumerate(body["documents"])),
+                key=lambda r: -r["relevance_score"])[: body.get("top_n")]}
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), **body})
-                time.sleep(delay_s)
-                if status != 200:
-                    self.send_response(status)
-                    self.end_headers()
-                    self.wfile.write(b"model overloaded")
-                    return
-                payload = reply if reply is not None else {"results": sorted(
-                    ({"index": i, "relevance_score": d.count("zeta") / 4} for i, d in enumerate(body["documents"])),
-                    key=lambda r: -r["relevance_score"])[: body.get("top_n")]}
-                data = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> StandIn:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(answer, status=status, delay_s=delay_s, error_body=b"model overloaded")
 
 
 # --- rescore, in the database ----------------------------------------------------------
