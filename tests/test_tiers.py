@@ -10,6 +10,7 @@ The hash embedder keeps vectors deterministic (similarity ~ shared words)."""
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 
@@ -122,6 +123,9 @@ async def test_the_floor_decides_escalation(mem, db):
     unsure = await mem.recall(q, k=5, confidence_floor=1.0)
     best = unsure.tiers["escalation"]["confidence"]
     assert best < 1.0 and unsure.escalated is True and "unsure" in unsure.tiers["escalation"]["reason"]
+    # the reasons are for people: numbers as decimals, not the engine's float literals ('0.4f')
+    for reason in (sure.tier_reason, unsure.tier_reason):
+        assert re.search(r"floor \d", reason) and not re.search(r"\d+f\b", reason), reason
     # the floor is compared with tier 3's best normalised fused score
     just_below = await mem.recall(q, k=5, confidence_floor=best + 1e-6)
     at = await mem.recall(q, k=5, confidence_floor=best)
