@@ -685,6 +685,8 @@ class TraceExplanation(_Camel):
     rrf_k: float | None = None
     ledger: list[LedgerRow]
     decisions: list[str] = []
+    # a reranked hit: {method, model, mix, before {rank, score}, after {rank, score}, rankDelta, scoreDelta, ...}
+    rerank: dict[str, Any] | None = None
 
 
 class TraceFeedback(_Camel):

@@ -82,7 +82,7 @@ class Traces:
     async def feedback(self, trace: str, hit: int | str, verdict: TraceVerdict) -> TraceFeedback:
         """Mark ``hit`` of ``trace`` ``useful`` or ``wrong``: later recalls and queries of
         the same caller that are similar (query cosine >= 0.85, or the same words) move it
-        up or down by at most 0.2; ``feedback=False`` on a read switches that off."""
+        up or down by at most half the spread of the top fused scores; ``feedback=False`` on a read switches that off."""
         data = await call(self.mem.conn, "fn::amem::traces::feedback", _ref(trace, "a trace id"), _hit(hit), verdict)
         return TraceFeedback.model_validate(data)
 

@@ -11,6 +11,13 @@ does (nDCG@10 is over the first ten distinct documents of 50 passages; rerankDep
 at least k); the fused run (no reranker) comes first. Reports per run nDCG@10, Recall@10, MRR@10
 (document level, amem_db.harness) and p50/p95 of the engine's queryMs and of the rerank
 step alone (trace legs.rerank.ms).
+
+    python scripts/rerank_sweep.py /work/shared/datasets/scifact --interleave --out results/rerank/scifact.json
+
+``--interleave`` (one mix and depth): each query runs without and with the reranker
+back to back, alternating which goes first, so a loaded machine slows both sides
+alike; it adds the per-query latency difference (with - without, p50 / p95) and how
+often the reranked best hit's score is under the tier ladder's confidence floor (0.40).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -52,6 +60,52 @@ async def run(mem, ds, label: str, k: int = 50, **opts) -> dict:
     return row
 
 
+async def one(mem, text: str, k: int, opts: dict) -> tuple[dict, float]:
+    t0 = time.perf_counter()
+    resp = (await mem.documents.query(text, k=k, **opts)).model_dump(by_alias=True, mode="json")
+    return resp, (time.perf_counter() - t0) * 1000
+
+
+def summary(ds, label: str, rankings: dict, engine: list, wall: list, step: list) -> dict:
+    scores = evaluate(ds.qrels, rankings, ["ndcg@10", "recall@10", "mrr@10"])
+    return {"run": label, **{m: round(v, 4) for m, v in scores.items()}, "queries": len(engine),
+            "engine_p50_ms": pct(engine, 50), "engine_p95_ms": pct(engine, 95),
+            "wall_p50_ms": pct(wall, 50), "wall_p95_ms": pct(wall, 95),
+            "rerank_step_p50_ms": pct(step, 50), "rerank_step_p95_ms": pct(step, 95)}
+
+
+async def interleaved(mem, ds, mode: str, mix: float, depth: int, k: int = 50, floor: float = 0.4) -> list[dict]:
+    """Off and on per query, alternating the order; quality of each, latency paired."""
+    sides = {"off": {"mode": mode}, "on": {"mode": mode, "use_reranker": True, "rerank_mix": mix, "rerank_depth": depth}}
+    acc = {s: {"rankings": {}, "engine": [], "wall": [], "step": []} for s in sides}
+    diff, top_off, top_on = [], [], []
+    for n, (qid, text) in enumerate(ds.queries.items()):
+        order = ["off", "on"] if n % 2 == 0 else ["on", "off"]
+        walls = {}
+        for side in order:
+            resp, ms = await one(mem, text, k, sides[side])
+            a = acc[side]
+            a["rankings"][qid] = document_ranking(resp["results"])
+            a["engine"].append(float(resp["queryMs"]))
+            a["wall"].append(ms)
+            walls[side] = float(resp["queryMs"])
+            rr = (resp.get("trace") or {}).get("legs", {}).get("rerank")
+            if side == "on" and rr and rr.get("ms") is not None:
+                a["step"].append(float(rr["ms"]))
+            best = resp["results"][0]["score"] if resp["results"] else 0.0
+            (top_on if side == "on" else top_off).append(float(best))
+        diff.append(walls["on"] - walls["off"])
+    rows = [summary(ds, f"{mode} (fused, no reranker)", **acc["off"]),
+            summary(ds, f"{mode} + rescore mix {mix} depth {depth}", **acc["on"])]
+    rows[1]["engine_diff_p50_ms"], rows[1]["engine_diff_p95_ms"] = pct(diff, 50), pct(diff, 95)
+    for row, tops in zip(rows, (top_off, top_on)):
+        row["best_score_p10_p50_p90"] = [round(percentile(tops, p), 3) for p in (10, 50, 90)]
+        row["best_score_under_floor"] = sum(t < floor for t in tops)
+    for row in rows:
+        print(json.dumps(row), flush=True)
+    return rows
+
+
 async def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("dataset")
@@ -60,6 +114,7 @@ async def main() -> int:
     ap.add_argument("--mode", default="hybrid")
     ap.add_argument("--mixes", default="0.5", help="rerankMix values (the cosine share)")
     ap.add_argument("--depths", default="50", help="rerankDepth values")
+    ap.add_argument("--interleave", action="store_true", help="off / on per query (the first mix and depth)")
     ap.add_argument("--out")
     a = ap.parse_args()
     ds = load_dataset(a.dataset, limit_queries=a.limit_queries)
@@ -69,6 +124,9 @@ async def main() -> int:
     try:
         for text in list(ds.queries.values())[:3]:  # warm-up
             await mem.documents.query(text, mode=a.mode, use_reranker=True)
+        if a.interleave:
+            rows = await interleaved(mem, ds, a.mode, float(a.mixes.split(",")[0]), int(a.depths.split(",")[0]))
+            return 0
         rows.append(await run(mem, ds, f"{a.mode} (fused, no reranker)", mode=a.mode))
         for depth in [int(x) for x in a.depths.split(",") if x]:
             for mix in [float(x) for x in a.mixes.split(",") if x]:

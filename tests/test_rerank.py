@@ -13,6 +13,7 @@ amem_db/rerank.py), on the real engine.
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from typing import Any
@@ -172,6 +173,83 @@ async def test_rerank_options_are_validated_and_nothing_is_written(mem, opts, fi
     with pytest.raises(InvalidInput, match=field.replace("[", r"\[").replace("]", r"\]")):
         await call(mem.conn, "fn::amem::documents::query", "solar", e, {"useReranker": True, **opts})
     assert await traces(mem.conn) == before
+
+
+# --- explain: the rerank delta of a hit ------------------------------------------------------
+async def moved_query(mem, depth: int, k: int):
+    """The first query whose rescore moves some hit (so the delta is not vacuous), with its
+    fused order read independently (the same query without the reranker, k = depth)."""
+    for q in ("solar wind plasma", "magnetic storm orbit", "ion electron heat flux", "radiation belt satellite"):
+        fused = await mem.documents.query(q, k=depth, threshold=0.0, expand_context=False)
+        res = await mem.documents.query(q, k=k, threshold=0.0, expand_context=False, use_reranker=True, rerank_depth=depth)
+        if [h.chunk.id for h in res.results] != [h.chunk.id for h in fused.results[:k]]:
+            return fused, res
+    raise AssertionError("no query moved")
+
+
+async def test_explain_shows_each_hits_rank_and_score_before_and_after_the_rescore(mem):
+    fused, res = await moved_query(mem, depth=20, k=8)
+    before = {str(h.chunk.id): (rank, h.score) for rank, h in enumerate(fused.results, start=1)}
+    deltas = []
+    for rank, h in enumerate(res.results, start=1):
+        why = await mem.traces.explain(res.trace["id"], rank)
+        d = why.rerank
+        b_rank, b_score = before[str(h.chunk.id)]
+        assert d["method"] == "rescore" and d["mix"] == 0.5
+        assert d["before"]["rank"] == b_rank and d["before"]["score"] == pytest.approx(b_score)
+        assert d["after"] == {"rank": rank, "score": pytest.approx(h.score)}
+        assert d["rankDelta"] == b_rank - rank and d["scoreDelta"] == pytest.approx(h.score - b_score)
+        row = why.ledger[-1]
+        assert row.signal == "rerank" and row.rank == rank and row.value == pytest.approx(h.score)
+        assert row.contribution == pytest.approx(h.score - b_score) and row.weight == 0.5
+        assert row.note.startswith(f"rank {b_rank} -> {rank}, score ")
+        assert any(x.startswith(f"rerank (rescore): rank {b_rank} -> {rank}") and "logistic(z" in x for x in why.decisions)
+        # the legs' rows are still there, and the fused score is what the fusion sentence explains
+        assert {"vector", "bm25"} & {r.signal for r in why.ledger}
+        deltas.append(d["rankDelta"])
+    assert any(deltas)  # some hit moved, so the before / after columns differ somewhere
+    plain_q = await mem.documents.query("solar wind plasma", k=3, threshold=0.0)
+    why = await mem.traces.explain(plain_q.trace["id"], 1)
+    assert why.rerank is None and all(r.signal != "rerank" for r in why.ledger)
+
+
+def test_cli_explain_prints_the_rerank_row(tmp_path):
+    from typer.testing import CliRunner
+
+    from amem_db.cli import app
+
+    args = ["--url", f"surrealkv://{tmp_path / 'db'}", "--embedder", HASH]
+    run = lambda *a: CliRunner(env={"COLUMNS": "250"}).invoke(app, [*args, *a], prog_name="amem-db")  # noqa: E731
+    assert run("migrate").exit_code == 0
+    for i in range(12):
+        (tmp_path / f"p{i}.md").write_text(passage(i))
+    assert run("ingest", str(tmp_path)).exit_code == 0
+    done = run("query", "solar wind plasma", "--rerank", "rescore", "--k", "5", "--json")
+    assert done.exit_code == 0, done.output
+    trace = json.loads(done.stdout)["trace"]
+    hit = trace["hits"][0]
+    shown = run("traces", "explain", trace["id"], "1")
+    assert shown.exit_code == 0, shown.output
+    assert "rerank" in shown.stdout and f"rank {hit['rerank']['before']} -> 1" in shown.stdout
+    assert "rescore: logistic(z)" in shown.stdout
+
+
+async def test_explain_shows_a_client_rerankers_delta(mem):
+    with StandIn() as server:
+        rr = EndpointReranker(server.url, "stand-in-model")
+        res = await mem.documents.query("solar wind", k=6, threshold=0.0, use_reranker=True, reranker=rr, rerank_depth=30)
+    # a client-reranked trace keeps every candidate in its fused place (rank) and the model's {score, rank}
+    fused_rank = {str(t["id"]): t["rank"] for t in res.trace["hits"]}
+    moved = 0
+    for after, h in enumerate(res.results, start=1):
+        why = await mem.traces.explain(res.trace["id"], str(h.chunk.id))
+        d = why.rerank
+        assert d["method"] == "client" and d["model"] == rr.name
+        assert d["after"] == {"rank": after, "score": pytest.approx(h.score)}
+        assert d["before"]["rank"] == fused_rank[str(h.chunk.id)] == why.hit["rank"]
+        assert why.ledger[-1].signal == "rerank" and why.ledger[-1].measure == f"reranker score ({rr.name})"
+        moved += d["rankDelta"] != 0
+    assert moved > 0
 
 
 # --- client rerankers (the stand-in server) ------------------------------------------------

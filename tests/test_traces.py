@@ -229,27 +229,57 @@ async def test_explain_a_recall_hit_uses_the_stored_weights(mem, db):
 
 
 # --- feedback --------------------------------------------------------------------------------
-async def test_feedback_helps_the_marked_query_and_can_be_switched_off(mem, db):
+FUSIONS = {"zscore": {}, "rrf": {"fusion": "rrf"}}  # the default score fusion, and RRF
+
+
+@pytest.mark.parametrize("fusion", list(FUSIONS))
+async def test_feedback_helps_the_marked_query_and_can_be_switched_off(mem, db, fusion):
+    # the boost is a share of the fused scores' spread, so it moves a hit under RRF (scores
+    # close together) as under z-score fusion (spread over 0.3-1.0)
     await clear(db)
-    # RRF, whose scores sit close together: the bounded +-0.2 boost can reorder them (under the
-    # default score fusion the same boost moves a hit only past neighbours within 0.2)
-    before = await mem.documents.query(Q, k=4, threshold=-1, fusion="rrf")
+    f = FUSIONS[fusion]
+    before = await mem.documents.query(Q, k=4, threshold=-1, **f)
     marked = ids(before.results)[3]
     fb = await mem.traces.feedback(before.trace["id"], 4, "useful")
     assert fb.verdict == "useful" and fb.hit == marked and fb.rank == 4
-    after = await mem.documents.query(Q, k=4, threshold=-1, fusion="rrf")
+    after = await mem.documents.query(Q, k=4, threshold=-1, **f)
     assert ids(after.results).index(marked) < 3  # moved up
     moved = next(h for h in after.trace["hits"] if plain(h["id"]) == marked)
-    assert moved["feedback"]["verdict"] == "useful" and 0 < moved["feedback"]["delta"] <= 0.2
+    entry = moved["feedback"]
+    assert entry["verdict"] == "useful" and entry["weight"] == 0.5
+    # bounded: half the spread of the fused scores at most, the spread itself within [0.01, 1]
+    assert 0.01 <= entry["spread"] <= 1 and 0 < entry["delta"] <= 0.5 * entry["spread"]
+    assert entry["delta"] == pytest.approx(0.5 * entry["similarity"] * entry["spread"])
+    # the other hits were not moved: their scores are those before the mark
+    old = {plain(h["id"]): h["score"] for h in before.trace["hits"]}
+    assert all(h["score"] == pytest.approx(old[plain(h["id"])]) for h in after.trace["hits"] if plain(h["id"]) != marked)
+    assert moved["score"] == pytest.approx(min(1.0, old[marked] + entry["delta"]))
     why = await mem.traces.explain(after.trace["id"], marked)
-    assert [row.signal for row in why.ledger][-1] == "feedback" and why.ledger[-1].contribution == moved["feedback"]["delta"]
+    assert [row.signal for row in why.ledger][-1] == "feedback" and why.ledger[-1].contribution == entry["delta"]
+    assert "x score spread" in why.ledger[-1].note
     # the same query with feedback off: exactly the order before the mark
-    off = await mem.documents.query(Q, k=4, threshold=-1, feedback=False, fusion="rrf")
+    off = await mem.documents.query(Q, k=4, threshold=-1, feedback=False, **f)
     assert ids(off.results) == ids(before.results)
     assert all(h.get("feedback") is None for h in off.trace["hits"])
     # a query that shares no words with the marked one is not moved
-    other = await mem.documents.query("prices spring", k=4, threshold=-1, fusion="rrf")
+    other = await mem.documents.query("prices spring", k=4, threshold=-1, **f)
     assert all(h.get("feedback") is None for h in other.trace["hits"])
+
+
+@pytest.mark.parametrize("fusion", list(FUSIONS))
+async def test_a_wrong_mark_demotes_a_hit_under_either_fusion(mem, db, fusion):
+    # bounded: a verdict moves a hit by at most half the spread of the top fused scores, so
+    # hit 2 (not the top one, which leads both legs here) falls below hit 4
+    await clear(db)
+    f = FUSIONS[fusion]
+    before = await mem.documents.query(Q, k=4, threshold=-1, **f)
+    second, fourth = ids(before.results)[1], ids(before.results)[3]
+    await mem.traces.feedback(before.trace["id"], 2, "wrong")
+    after = await mem.documents.query(Q, k=4, threshold=-1, **f)
+    order = ids(after.results)
+    assert second not in order or order.index(second) > order.index(fourth)
+    entry = next((h["feedback"] for h in after.trace["hits"] if plain(h["id"]) == second), None)
+    assert entry is None or (entry["verdict"] == "wrong" and -0.5 * entry["spread"] <= entry["delta"] < 0)
 
 
 async def test_feedback_in_recall_helps_and_wrong_demotes(mem, db):
@@ -284,15 +314,20 @@ async def test_bad_feedback_is_a_typed_error_and_writes_nothing(mem, db, hit, ve
     assert await count(db, "trace_feedback") == n
 
 
-async def test_an_owner_side_caller_gets_only_its_own_feedback(mem, db):
-    # fusion rrf: close scores, which the bounded feedback boost can reorder (see the test above)
+@pytest.mark.parametrize("fusion", list(FUSIONS))
+async def test_an_owner_side_caller_gets_only_its_own_feedback(mem, db, fusion):
     await clear(db)
     emb = await mem.embed_query(Q)
-    base = await call(db, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1, "fusion": "rrf", "caller": "app-1"})
+    opts = {"k": 4, "threshold": -1, **FUSIONS[fusion]}
+    base = await call(db, "fn::amem::documents::query", Q, emb, opts | {"caller": "app-1"})
     await call(db, "fn::amem::traces::feedback", base["trace"]["id"], 4, "useful")
-    for_other = await call(db, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1, "fusion": "rrf", "caller": "app-2"})
+    # app-2 has a verdict of its own (on an unrelated query), so its signal runs, on its rows only
+    elsewhere = await call(db, "fn::amem::documents::query", "prices spring", await mem.embed_query("prices spring"), opts | {"caller": "app-2"})
+    await call(db, "fn::amem::traces::feedback", elsewhere["trace"]["id"], 1, "wrong")
+    for_other = await call(db, "fn::amem::documents::query", Q, emb, opts | {"caller": "app-2"})
+    assert all(h.get("feedback") is None for h in for_other["trace"]["hits"])
     assert [h["chunk"]["id"] for h in for_other["results"]] == [h["chunk"]["id"] for h in base["results"]]
-    for_me = await call(db, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1, "fusion": "rrf", "caller": "app-1"})
+    for_me = await call(db, "fn::amem::documents::query", Q, emb, opts | {"caller": "app-1"})
     assert [h["chunk"]["id"] for h in for_me["results"]] != [h["chunk"]["id"] for h in base["results"]]
 
 
@@ -447,35 +482,35 @@ async def test_record_users_see_only_their_own_traces(world):
 
 
 async def test_another_tenants_feedback_never_moves_my_ranking(world):
-    # fusion rrf: close scores, which the bounded feedback boost can reorder (see the test above)
+    # the default (z-score) fusion: the boost is a share of the score spread (see above)
     a, b, reader = world.conns["tenant-a"], world.conns["tenant-b"], world.conns["reader-a"]
     emb = world.emb.embed_query(Q)
-    before = await call(a, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1, "fusion": "rrf"})
+    before = await call(a, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1})
     order = [h["chunk"]["id"] for h in before["results"]]
     # B marks its own 4th hit useful and its 1st wrong; B's ranking moves, A's does not
-    rb = await call(b, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1, "fusion": "rrf"})
+    rb = await call(b, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1})
     await call(b, "fn::amem::traces::feedback", rb["trace"]["id"], 4, "useful")
     await call(b, "fn::amem::traces::feedback", rb["trace"]["id"], 1, "wrong")
-    rb2 = await call(b, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1, "fusion": "rrf"})
+    rb2 = await call(b, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1})
     assert [h["chunk"]["id"] for h in rb2["results"]] != [h["chunk"]["id"] for h in rb["results"]]
     # raw SurrealQL: B cannot plant a verdict as A (caller must be B), nor read or change A's
     (a_caller,) = await a.query("RETURN <string> $auth.id")
     a_hit = before["results"][3]["chunk"]["id"]
     await b.query("CREATE trace_feedback CONTENT {trace: 'retrieval_trace:x', hit: type::record($h), verdict: 'useful', query: $q, "
                   "query_norm: 'zorblat engine kerosene', caller: $c}", {"h": plain(a_hit), "q": Q, "c": a_caller})
-    after = await call(a, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1, "fusion": "rrf"})
+    after = await call(a, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1})
     assert [h["chunk"]["id"] for h in after["results"]] == order
     assert all(h.get("feedback") is None for h in after["trace"]["hits"])
     (b_rows,) = await world.root.query("SELECT VALUE caller FROM trace_feedback")
     assert a_caller not in b_rows and len(b_rows) == 2
     # A's own verdict moves A (and is invisible to B and to a reader of the same scope)
     await call(a, "fn::amem::traces::feedback", before["trace"]["id"], 4, "useful")
-    mine = await call(a, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1, "fusion": "rrf"})
+    mine = await call(a, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1})
     assert [h["chunk"]["id"] for h in mine["results"]].index(a_hit) < 3
     (b_sees,) = await b.query("SELECT * FROM trace_feedback WHERE caller = $c", {"c": a_caller})
     (reader_sees,) = await reader.query("SELECT * FROM trace_feedback")
     assert b_sees == [] and reader_sees == []
-    theirs = await call(reader, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1, "fusion": "rrf"})
+    theirs = await call(reader, "fn::amem::documents::query", Q, emb, {"k": 4, "threshold": -1})
     assert all(h.get("feedback") is None for h in theirs["trace"]["hits"])
     # a cursor is A's alone: B's read of it finds no trace
     page = await call(a, "fn::amem::documents::query", Q, emb, {"threshold": -1, "pageSize": 2})

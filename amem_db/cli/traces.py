@@ -148,7 +148,7 @@ async def feedback(
     json_output: bool = json_option(),
 ) -> None:
     """Mark a hit of one of your traces useful or wrong: your later similar queries move it
-    up or down (at most 0.2 of the score; `feedback: false` on a read ignores it).
+    up or down (at most half the spread of the top fused scores; `feedback: false` on a read ignores it).
 
     Example: amem-db traces feedback retrieval_trace:abc 3 useful
     """
