@@ -141,9 +141,13 @@ def main() -> None:
         for s in a.settings.split(","):
             size, overlap = map(int, s.split("/"))
             t0 = time.monotonic()
-            rep = asyncio.run(run_one(path, size, overlap, a.modes.split(","), a.fresh, a.limit))
-            name = f"{rep['dataset']}-{size}-{overlap}{a.tag}.json"
-            (OUT / name).write_text(json.dumps(rep, indent=1, default=str))
+            rep: dict[str, Any] = {}
+            # one mode at a time, the report rewritten after each (a long run keeps what it finished)
+            for i, mode in enumerate(a.modes.split(",")):
+                one = asyncio.run(run_one(path, size, overlap, [mode], a.fresh and i == 0, a.limit))
+                rep = one | {"modes": rep.get("modes", {}) | one["modes"]}
+                name = f"{rep['dataset']}-{size}-{overlap}{a.tag}.json"
+                (OUT / name).write_text(json.dumps(rep, indent=1, default=str))
             nd = {m: round(v["metrics"]["ndcg@10"], 4) for m, v in rep["modes"].items()}
             print(f"{rep['dataset']} {size}/{overlap}: chunks {rep['ingest']['chunks']} nDCG@10 {nd} "
                   f"({time.monotonic() - t0:.0f} s)", flush=True)

@@ -91,6 +91,7 @@ async def main() -> int:
     ap.add_argument("--base-fusion", choices=["rrf", "zscore"], default="rrf",
                     help="zscore: rerank the z-score fused list (hybrid's default since issue 16) instead of RRF; "
                          "fn::amem::query::rank is redefined on the database for the run and restored after")
+    ap.add_argument("--quick", action="store_true", help="hybrid, the default signals, all signals, and --ablate's runs only")
     ap.add_argument("--out")
     a = ap.parse_args()
     ds = load_dataset(a.dataset, limit_queries=a.limit_queries)
@@ -116,6 +117,13 @@ async def main() -> int:
         for alpha in [float(x) for x in a.alphas.split(",") if x]:
             rows.append(await run(mem, ds, f"hybrid_graph default, graphAlpha {alpha}", mode="hybrid_graph", graph_alpha=alpha))
         if a.only_alphas:
+            return 0
+        if a.quick:  # the default, and all seven signals at depth 1 (with --ablate: each of those off)
+            rows.append(await run(mem, ds, "hybrid_graph default", mode="hybrid_graph"))
+            rows.append(await run(mem, ds, "hybrid_graph all (depth 1)", mode="hybrid_graph", graph_edges=KINDS))
+            for kind in [k for k in a.ablate.split(",") if k]:
+                rows.append(await run(mem, ds, f"hybrid_graph -{kind}", mode="hybrid_graph",
+                                      graph_edges=[k for k in KINDS if k != kind]))
             return 0
         rows.append(await run(mem, ds, "hybrid_graph all (depth 1)", mode="hybrid_graph", graph_edges=KINDS))
         rows.append(await run(mem, ds, "hybrid_graph all (depth 2)", mode="hybrid_graph", graph_edges=KINDS, graph_depth=2))
