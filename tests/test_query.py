@@ -89,7 +89,9 @@ def ref_rrf(rankings, k=60, weights=None):
             seen.add(doc_id)
             rank += 1
             scores[doc_id] = scores.get(doc_id, 0.0) + w / (k + rank)
-    order = sorted(scores, key=lambda doc_id: (-scores[doc_id], doc_id))
+    # ties as surql/300_fusion breaks them: on the sum rounded to 12 decimals, by id
+    # (two sums equal in exact arithmetic can differ in the last bit)
+    order = sorted(scores, key=lambda doc_id: (-round(scores[doc_id], 12), doc_id))
     return order, scores
 
 
