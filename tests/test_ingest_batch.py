@@ -13,6 +13,7 @@ from amem_db.db import call, call_each
 from amem_db.embedding import get_embedder
 from amem_db.errors import InvalidInput
 from amem_db.ingest import Item, ingest_items, items_from_file, texts_to_embed
+from amem_db.ingest_batch import ingest_batch
 from amem_db.migrator import Migrator
 from conftest import make_target
 from devserver_fixture import dev_server, tenants  # noqa: F401
@@ -125,6 +126,7 @@ def doc(text: str, source: str, **extra) -> Item:
 
 async def test_replace_and_unchanged_inside_a_batch():
     first = [doc(f"Warranty claims for model {i} need the receipt and the serial number.", f"w{i}") for i in range(4)]
+    first[1] = doc("Zebra crossings near depot seven close for repainting overnight.", "w1")  # keywords of its own
     second = [doc("Warranty claims for model 0 need the receipt and the serial number.", "w0"),  # unchanged
               doc("Refunds for model 1 are paid within thirty days of the return.", "w1"),  # replaced
               doc("Shipping rates for heavy parcels depend on the destination zone.", "w9")]  # new
@@ -137,6 +139,8 @@ async def test_replace_and_unchanged_inside_a_batch():
         assert [r["status"] for r in report] == ["unchanged", "replaced", "added"]
         assert_same(await snapshot(single), await snapshot(batched))
         assert await orphans(batched) == {"chunks": 0, "sections": 0, "audio": 0, "keywords": 0, "wrong_counts": 0}
+        (gone,) = await batched.query("RETURN count(SELECT id FROM keyword WHERE normalised CONTAINS 'zebra')")
+        assert gone == 0  # the replaced version's own keywords went with it
     finally:
         await close_quietly(single)
         await close_quietly(batched)
@@ -152,6 +156,23 @@ async def test_a_bad_document_in_a_batch_is_reported_and_the_others_land(db):
     assert report.results[1].error_code == "invalid_input" and "title" in report.results[1].error
     after = await counts(db)
     assert after["documents"] == before["documents"] + 2
+    assert await orphans(db) == {"chunks": 0, "sections": 0, "audio": 0, "keywords": 0, "wrong_counts": 0}
+
+
+async def test_a_document_failing_inside_a_group_is_retried_alone(db):
+    """A document that passes prepare but fails in the batch (here: a vector of the wrong
+    dimension) fails its whole group; the client then ingests the group one by one: that
+    document is reported with its own error, the others land, nothing partial remains."""
+    before = await counts(db)
+    items = [doc(f"Parcel lockers at station {n} open at six in the morning.", f"locker{n}") for n in range(3)]
+    prepared = await call_each(db, "fn::amem::documents::prepare", [(it.doc,) for it in items])
+    batch = [(it.doc, p["keywords"], vectors_of(p, it.doc)) for it, (_ok, p) in zip(items, prepared)]
+    batch[1][2]["chunks"] = [[0.5] * 7 for _ in batch[1][2]["chunks"]]
+    out = await ingest_batch(db, batch, per_transaction=4)
+    assert [ok for ok, _ in out] == [True, False, True]
+    assert "embedding_mismatch" in out[1][1]
+    after = await counts(db)
+    assert after["documents"] == before["documents"] + 2 and after["chunks"] > before["chunks"]
     assert await orphans(db) == {"chunks": 0, "sections": 0, "audio": 0, "keywords": 0, "wrong_counts": 0}
 
 
