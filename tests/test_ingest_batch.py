@@ -7,6 +7,9 @@ tests/test_ingest.py::test_killed_process_leaves_no_partial_document.)"""
 from __future__ import annotations
 
 import pytest
+from conftest import make_target
+from devserver_fixture import dev_server, tenants  # noqa: F401
+from test_ingest import SAMPLE, counts, orphans
 
 from amem_db.connection import close_quietly, open_connection
 from amem_db.db import call, call_each
@@ -15,9 +18,6 @@ from amem_db.errors import InvalidInput
 from amem_db.ingest import Item, ingest_items, items_from_file, texts_to_embed
 from amem_db.ingest_batch import ingest_batch
 from amem_db.migrator import Migrator
-from conftest import make_target
-from devserver_fixture import dev_server, tenants  # noqa: F401
-from test_ingest import SAMPLE, counts, orphans
 
 HASH = get_embedder("hash:384")
 
@@ -193,7 +193,7 @@ async def test_a_failed_batch_writes_nothing(db):
     assert out["status"] == "added" and out["document"]["keywords"] == []
 
 
-async def test_scopes_per_document_inside_one_batch(dev_server):  # noqa: F811
+async def test_scopes_per_document_inside_one_batch(dev_server):
     """A credential that writes org/a only: in one batch, the org/b document is refused
     (nothing of it written), the org/a ones land."""
     async with tenants(dev_server, "bscope", {"writer-a": dict(read=["org/a"], write=["org/a"])}) as t:
