@@ -77,7 +77,13 @@ EMBED_CONTEXT = False
 DEFAULT_THRESHOLD = 0.5
 MODEL_THRESHOLDS: dict[str, float] = {"minilm-l6-int8": 0.3}
 
+# documents per fn::amem::ingest::batch call (one transaction; surql/255_ingest), the
+# most and what the client sends (amem_db/ingest_batch.py; docs/BENCHMARKS.md "Ingest batching")
+INGEST_BATCH_MAX = 64
+INGEST_PER_TRANSACTION = 4
+
 RENDER_CONTEXT: dict[str, object] = {
+    "ingest_batch_max": INGEST_BATCH_MAX,
     "default_k": DEFAULT_K,
     "max_k": MAX_K,
     "lens_slots": LENS_SLOTS,

@@ -16,6 +16,7 @@ from typing import Any
 from .db import call_each
 from .errors import from_engine_text
 from .geometry import polygon_value
+from .ingest_batch import ingest_batch
 from .maintain import maintain as maintain_indexes
 from .models import Document, IngestResult, MaintainReport
 from .parsing import ParsedDocument, ParseError, parse_file
@@ -32,6 +33,7 @@ class Item:
 
     name: str  # how the user knows it: a path, or path#id for a corpus line
     doc: dict[str, Any]
+    keywords: list[dict[str, Any]] = field(default_factory=list)  # what prepare returned (amem_db/ingest_batch.py)
 
 
 @dataclass
@@ -206,7 +208,9 @@ def _plan_batch(batch: list[Item], prepared: list[tuple[bool, Any]], embedder: A
     for it, (ok, p) in zip(batch, prepared):
         if not ok:
             plan.append((it, None, _failed(it.name, p)))
-        elif p["unchanged"] or embedder is None:
+            continue
+        it.keywords = p["keywords"]
+        if p["unchanged"] or embedder is None:
             plan.append((it, None, None))
         else:
             parts = texts_to_embed(p, it.doc)
@@ -245,7 +249,8 @@ def _ingest_calls(plan: Plan, vectors: list[list[float]], embedder: Any) -> list
 async def _store_batch(conn: Any, plan: Plan, calls: list[Call], report: IngestReport,
                        progress: Progress | None, after_batch: Callable[[], Awaitable[Any]] | None) -> Any:
     t0 = time.perf_counter()
-    outcomes = iter(await call_each(conn, "fn::amem::documents::ingest", calls))
+    stored = [it for it, _parts, error in plan if error is None]  # one per call, in order
+    outcomes = iter(await ingest_batch(conn, [(doc, it.keywords, v) for (doc, v), it in zip(calls, stored)]))
     report.engine_seconds += time.perf_counter() - t0
     for it, _parts, error in plan:
         if error is not None:

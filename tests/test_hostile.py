@@ -107,6 +107,11 @@ FUNCTIONS = {  # name -> strategy of the argument tuple
     "fn::amem::documents::check": st.tuples(doc),
     "fn::amem::documents::prepare": st.tuples(doc),
     "fn::amem::documents::ingest": st.tuples(doc, st.one_of(st.none(), hostile)),
+    "fn::amem::ingest::batch": st.tuples(st.one_of(hostile, st.lists(st.one_of(hostile, st.fixed_dictionaries({"doc": doc}, optional={
+        "keywords": st.one_of(hostile, st.lists(st.one_of(hostile, st.fixed_dictionaries({
+            "text": st.one_of(hostile, st.text(max_size=20)), "normalised": st.one_of(hostile, st.text(max_size=20)),
+            "score": st.one_of(hostile, st.floats(allow_nan=True))})), max_size=3)),
+        "vectors": st.one_of(st.none(), hostile)})), max_size=3))),
     "fn::amem::documents::get": st.tuples(hostile),
     "fn::amem::documents::list": st.tuples(page_opts),
     "fn::amem::documents::chunks": st.tuples(hostile, page_opts),
@@ -233,7 +238,7 @@ async def checksum(root, names: list[str]) -> tuple[str, dict[str, int]]:
     return h.hexdigest(), counts
 
 
-WRITES = {"fn::amem::documents::ingest", "fn::amem::documents::delete", "fn::amem::facts::write", "fn::amem::forget",
+WRITES = {"fn::amem::documents::ingest", "fn::amem::ingest::batch", "fn::amem::documents::delete", "fn::amem::facts::write", "fn::amem::forget",
           "fn::amem::facts::declare_key", "fn::amem::mentions::link", "fn::amem::documents::recompute_links",
           "fn::amem::traces::feedback", "fn::amem::traces::retention", "fn::amem::answers::remember"}
 

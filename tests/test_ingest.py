@@ -185,10 +185,11 @@ KILL_SCRIPT = textwrap.dedent("""
         conn = await open_connection(Target({url!r}, "k", "k"))
         emb = get_embedder("hash:384")
         words = open({corpus!r}).read().split()
-        for i in range(10_000):
-            text = " ".join(words[(i * 997) % 5000:][:6000])
-            print("ingesting", i, flush=True)
-            await ingest_items(conn, emb, [Item(f"doc{{i}}", {{"text": text, "mime_type": "text/plain", "source": f"doc{{i}}"}})])
+        for i in range(0, 10_000, 3):  # three documents a batch: one transaction (surql/255_ingest)
+            print("ingesting", i, i + 1, i + 2, flush=True)
+            await ingest_items(conn, emb, [Item(f"doc{{j}}", {{"text": " ".join(words[(j * 997) % 5000:][:6000]),
+                                                             "mime_type": "text/plain", "source": f"doc{{j}}"}})
+                                           for j in range(i, i + 3)], batch_size=3)
     asyncio.run(main())
 """)
 
@@ -196,7 +197,7 @@ KILL_SCRIPT = textwrap.dedent("""
 @pytest.mark.parametrize("kills", [pytest.param(3, id="3"), pytest.param(10, id="10", marks=pytest.mark.slow)])
 async def test_killed_process_leaves_no_partial_document(tmp_path, kills):
     """kill -9 of an ingesting process, `kills` times (issue 15: >= 10 per full run): after
-    each, the document in flight is either whole or absent, no child row or full-text copy
+    each, the batch in flight (three documents, one transaction) is whole or absent, no child row or full-text copy
     is orphaned and every chunk_count is right."""
     url = f"surrealkv://{tmp_path / 'killed'}"
     conn = await open_connection(Target(url, "k", "k"))
@@ -224,8 +225,10 @@ async def test_killed_process_leaves_no_partial_document(tmp_path, kills):
             assert await orphans(conn) == {"chunks": 0, "sections": 0, "audio": 0, "keywords": 0, "wrong_counts": 0}, attempt
             (fts,) = await conn.query("RETURN count(SELECT id FROM chunk_fts) = count(SELECT id FROM chunk)")
             assert fts, attempt
-            if last:  # the document being ingested when the process died
-                (n,) = await conn.query("RETURN count(SELECT id FROM document WHERE source = $s)", {"s": f"doc{last[-1].split()[1]}"})
+            if last:  # the batch being ingested when the process died: all of it or none of it
+                (n,) = await conn.query("RETURN count(SELECT id FROM document WHERE source IN $s)",
+                                        {"s": [f"doc{j}" for j in last[-1].split()[1:]]})
+                assert n in (0, 3), (attempt, n)
                 in_flight_absent += n == 0
         finally:
             await close_quietly(conn)
