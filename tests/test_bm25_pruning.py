@@ -134,6 +134,12 @@ async def test_statistics_follow_ingest_replace_and_delete_after_maintain(mem):
     assert status["tables"]["chunk_fts"]["rows"] == status["tables"]["chunk_fts"]["counted"] == NOTES + 3
 
 
+async def test_a_count_in_small_batches_pages_through_every_row(mem):
+    await termstats.count(mem.conn, batch=4)  # 23 rows: six pages, the last one short
+    for w in ("apple", "banana", "kiwi", "laptop", "extra"):
+        assert await word_df(mem, w) == await index_df(mem, w), w
+
+
 async def test_a_count_being_written_is_invisible_until_published(mem):
     before = {w: await word_df(mem, w) for w in ("apple", "kiwi")}
     gen = (await termstats.status(mem.conn))["gen"] + 1
