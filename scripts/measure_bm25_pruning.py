@@ -114,7 +114,7 @@ async def quality(paths: list[str], settings: list[float], limit: int | None) ->
         print(flush=True)
 
 
-async def build_passages(conn: Any, texts: list[str], batch: int = 50) -> None:
+async def build_passages(conn: Any, texts: list[str], batch: int = 10) -> None:
     """N chunk rows of one document (no vectors): the sync events fill chunk_fts and term_stat."""
     await conn.query("CREATE document:bench SET text = 'bench', mime_type = 'text/plain', content_hash = 'h', title = 'bench'")
     for start in range(0, len(texts), batch):
