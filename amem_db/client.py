@@ -504,6 +504,7 @@ class Documents:
         llm: ChatProvider | None = None,
         fusion: str | None = None,
         identifier_vector_weight: float | None = None,
+        bm25_max_df: float | bool | None = None,
     ) -> QueryResponse:
         """Ranked passages for ``query``: embeds it (unless mode is bm25), then ONE
         round trip to ``fn::amem::documents::query``. Options and defaults as the spec.
@@ -522,7 +523,10 @@ class Documents:
         ``feedback=False`` ignores the verdicts of ``mem.traces.feedback``.
         ``page_size`` freezes the fused candidates (in the trace) and returns their first
         page with a ``cursor``; ``cursor`` (of a previous response) returns the next page
-        of that frozen set, without embedding or ranking again (the query is not used)."""
+        of that frozen set, without embedding or ranking again (the query is not used).
+        ``bm25_max_df``: the BM25 leg drops query words held by more than this share of
+        the passages (never identifier-like words, never the rarest; ``1.0`` / ``False``:
+        off; default amem_db/constants.py DEFAULT_BM25_MAX_DF; surql/310_termstats)."""
         if not isinstance(query, str):
             raise TypeError(f"a query is a str, not {type(query).__name__}")
         external = resolve_reranker(reranker) if use_reranker else None
@@ -532,7 +536,7 @@ class Documents:
             "graphDepth": graph_depth, "graphEdges": _strs("graph_edges", graph_edges), "expandGraph": expand_graph,
             "useHyde": use_hyde, "decomposeQuery": decompose_query, "useReranker": use_reranker,
             "location": location, "feedback": feedback, "pageSize": page_size, "cursor": cursor,
-            "fusion": fusion, "identifierVectorWeight": identifier_vector_weight,
+            "fusion": fusion, "identifierVectorWeight": identifier_vector_weight, "bm25MaxDf": bm25_max_df,
             **time_options(as_of=as_of, at_instant=at_instant),
             "reranker": "client" if external is not None else None, "rerankDepth": rerank_depth, "rerankMix": rerank_mix,
         })

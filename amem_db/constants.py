@@ -76,6 +76,9 @@ EMBED_CONTEXT = False
 # by the model name amem_setting:embedding records; others get DEFAULT_THRESHOLD
 DEFAULT_THRESHOLD = 0.5
 MODEL_THRESHOLDS: dict[str, float] = {"minilm-l6-int8": 0.3}
+# BM25 leg pruning (surql/310_termstats): query words held by more than this share of the
+# passages are dropped before the full-text query (1.0: off); measured in docs/EVALUATION.md
+DEFAULT_BM25_MAX_DF = 1.0
 
 # documents per fn::amem::ingest::batch call (one transaction; surql/255_ingest), the
 # most and what the client sends (amem_db/ingest_batch.py; docs/BENCHMARKS.md "Ingest batching")
@@ -94,4 +97,5 @@ RENDER_CONTEXT: dict[str, object] = {
     "default_identifier_vector_weight": DEFAULT_IDENTIFIER_VECTOR_WEIGHT,
     "default_threshold": DEFAULT_THRESHOLD,
     "model_thresholds": dict(MODEL_THRESHOLDS),
+    "default_bm25_max_df": DEFAULT_BM25_MAX_DF,
 }

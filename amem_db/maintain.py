@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from . import termstats
 from .constants import MAINTAIN_MIN_ROWS, MAINTAIN_THRESHOLD
 from .db import call
 from .models import IndexStatus, MaintainReport
@@ -84,5 +85,7 @@ async def maintain(
         if progress:
             progress("rebuilt", {"index": s.index, "seconds": done.seconds})
         rebuilt.append(done)
+    # the BM25 legs' document frequencies (amem_db/termstats.py), counted when drifted
+    term_stats = await termstats.refresh(conn, auto=auto) if indexes is None else None
     return MaintainReport(threshold=threshold, min_rows=min_rows, rebuilt=rebuilt, before=before,
-                          seconds=round(time.perf_counter() - started, 3))
+                          seconds=round(time.perf_counter() - started, 3), term_stats=term_stats)

@@ -736,6 +736,8 @@ class MaintainReport(_Model):
     rebuilt: list[IndexStatus] = []
     before: list[IndexStatus] = []
     seconds: float = 0.0
+    # the term statistics counted by this pass (amem_db/termstats.py count), None: not due
+    term_stats: dict[str, Any] | None = None
 
 
 class DoctorCheck(_Model):

@@ -177,6 +177,11 @@ MATRIX: dict[str, dict] = {
     "amem_index_write": {**_NOTHING, "values": {"index": "'changed'"}, "seed": "{index: 'seed'}"},
     "amem_index_state": {**_NOTHING, "values": {"tb": "'changed'", "field": "'changed'"},
                          "seed": "{tb: 'chunk', field: 'embedding'}"},
+    # BM25 pruning's document frequencies (migrations/0016): every live principal reads them
+    # (the legs run with its rights; keys are token hashes, docs/SECURITY.md finding 10),
+    # only the operator's maintain writes them
+    "term_stat": {"select": LIVE, "create": NOBODY, "update": NOBODY, "delete": NOBODY, "values": {"df": "7"},
+                  "seed": "{df: 3}"},
 }
 
 # new values for fields whose type alone does not give a good one

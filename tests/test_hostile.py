@@ -64,7 +64,8 @@ vector = st.one_of(st.none(), hostile,
                    st.just([0.0] * DIM), st.just([1.0] * (DIM + 1)))
 QUERY_KEYS = ["mode", "k", "threshold", "vectorWeight", "rrfK", "filter", "lens", "expandContext", "useHyde",
               "decomposeQuery", "useReranker", "caller", "embeddingModel", "graphAlpha", "graphDepth", "expandGraph", "graphEdges",
-              "asOf", "atInstant", "validAt", "reranker", "rerankDepth", "rerankMix", "hydeEmbedding", "subQueries", "skipped"]
+              "asOf", "atInstant", "validAt", "reranker", "rerankDepth", "rerankMix", "hydeEmbedding", "subQueries", "skipped",
+              "bm25MaxDf"]
 query_opts = st.one_of(hostile, st.dictionaries(st.sampled_from(QUERY_KEYS), st.one_of(
     hostile, lens, st.sampled_from(["hybrid", "vector", "bm25", "hybrid_graph"]),
     st.fixed_dictionaries({}, optional={"mimeType": hostile, "documentIds": st.one_of(hostile, st.lists(st.sampled_from(INJECTIONS), max_size=5)), "x": hostile})),
@@ -156,6 +157,15 @@ FUNCTIONS = {  # name -> strategy of the argument tuple
     "fn::amem::maintain::rebuild": st.tuples(hostile),
     "fn::amem::maintain::finish": st.tuples(hostile, instant, st.one_of(small_int, hostile), st.one_of(st.floats(), hostile)),
     "fn::amem::maintain::reset": st.tuples(hostile),
+    # term statistics (surql/310_termstats): counted and stored by the operator only
+    "fn::amem::termstats::status": NO_ARGS,
+    "fn::amem::termstats::tokens_chunk_fts": st.tuples(st.one_of(st.none(), hostile), st.one_of(small_int, hostile)),
+    "fn::amem::termstats::tokens_audio_chunk_fts": st.tuples(st.one_of(st.none(), hostile), st.one_of(small_int, hostile)),
+    "fn::amem::termstats::store": st.tuples(st.one_of(hostile, st.lists(st.one_of(hostile, st.fixed_dictionaries(
+        {"id": st.one_of(hostile, st.tuples(st.sampled_from(["chunk_fts", "chunk", "x"]), hostile).map(list)),
+         "df": st.one_of(small_int, hostile)})), max_size=3)), st.one_of(small_int, hostile)),
+    "fn::amem::termstats::publish": st.tuples(st.one_of(small_int, hostile), st.one_of(hostile, st.fixed_dictionaries(
+        {"chunk_fts": st.one_of(small_int, hostile), "audio_chunk_fts": st.one_of(small_int, hostile)}))),
     "fn::amem::answers::remember": st.tuples(st.one_of(st.text(max_size=200), hostile), vector, st.one_of(st.text(max_size=200), hostile),
                                              st.one_of(hostile, st.lists(st.sampled_from(INJECTIONS), max_size=3)), st.one_of(st.none(), hostile)),
     "fn::amem::inspect": st.tuples(st.one_of(hostile, entity_ref), st.one_of(st.none(), hostile)),
@@ -240,7 +250,8 @@ async def checksum(root, names: list[str]) -> tuple[str, dict[str, int]]:
 
 WRITES = {"fn::amem::documents::ingest", "fn::amem::ingest::batch", "fn::amem::documents::delete", "fn::amem::facts::write", "fn::amem::forget",
           "fn::amem::facts::declare_key", "fn::amem::mentions::link", "fn::amem::documents::recompute_links",
-          "fn::amem::traces::feedback", "fn::amem::traces::retention", "fn::amem::answers::remember"}
+          "fn::amem::traces::feedback", "fn::amem::traces::retention", "fn::amem::answers::remember",
+          "fn::amem::termstats::store", "fn::amem::termstats::publish"}
 
 
 def client_functions() -> set[str]:

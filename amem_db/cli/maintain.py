@@ -68,6 +68,8 @@ async def maintain(
         return
     if not report.rebuilt:
         out.print("no index needed a rebuild" + (f" (threshold {threshold:.0%}, at least {min_rows} rows)" if auto else ""))
+    if report.term_stats:  # the BM25 pruning's document frequencies (amem_db/termstats.py)
+        out.print(f"counted term statistics: {report.term_stats['terms']} terms over {sum(report.term_stats['rows'].values())} passages")
     out.print(_status_table(await maint.status(conn, threshold=threshold, min_rows=min_rows)))
 
 
