@@ -36,7 +36,9 @@ def worker_main(argv: list[str]) -> None:
     code = 0
     try:
         if system == "amem":
-            res = asyncio.run(worker_amem(n, data_dir, db_root, args["backend"], args["queries"], args["batch"], args["reps"]))
+            recall_sizes = args.get("recall_sizes")
+            res = asyncio.run(worker_amem(n, data_dir, db_root, args["backend"], args["queries"], args["batch"], args["reps"],
+                                          None if recall_sizes is None else tuple(recall_sizes)))
         elif system == "amem-ingest":
             res = asyncio.run(worker_amem_ingest(n, Path(args["data_root"]), tuple(args["datasets"]), db_root,
                                                  args["backend"], args.get("embedder")))
@@ -82,7 +84,7 @@ def run_worker(args: dict[str, Any], timeout: float, log: Path | None = None) ->
 
 def run_bench(*, sizes: list[int], systems: list[str], out_dir: Path, embedder: Any, embedder_spec: str | None,
               queries: int = 20, reps: int = 2, backend: str = "mem", batch: int = 50,
-              ingest_sizes: list[int] | None = None, data_root: Path = DEFAULT_DATA_ROOT,
+              ingest_sizes: list[int] | None = None, recall_sizes: list[int] | None = None, data_root: Path = DEFAULT_DATA_ROOT,
               datasets: tuple[str, ...] = DEFAULT_DATASETS, timeout: float = 2700, keep_db: bool = False,
               progress: Progress | None = None) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -104,7 +106,8 @@ def run_bench(*, sizes: list[int], systems: list[str], out_dir: Path, embedder: 
                 progress(f"{system} at {n:,} chunks")
             args = {"system": system, "size": n, "data_dir": str(data_dir), "db_root": str(db_root),
                     "backend": backend, "queries": queries, "reps": reps, "batch": batch, "keep_db": keep_db,
-                    "data_root": str(data_root), "datasets": list(datasets), "embedder": embedder_spec}
+                    "data_root": str(data_root), "datasets": list(datasets), "embedder": embedder_spec,
+                    "recall_sizes": recall_sizes}
             res = run_worker(args, timeout, log)
             if progress:
                 progress(f"{system} at {n:,}: " + (res.get("error") or f"done in {res.get('wall_seconds')} s"))
