@@ -15,14 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from .amem import worker_amem, worker_amem_ingest
+from .curve import SPLIT_MAX_SIZE, worker_hnsw_curve, worker_vector_split
 from .data import DEFAULT_DATA_ROOT, DEFAULT_DATASETS, Progress, build_data
 from .measure import machine_description
 from .peers import worker_lancedb, worker_python
 from .report import plot_latency, render_markdown
+from .throughput import worker_throughput
 
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
-DEFAULT_SYSTEMS = ("amem", "amem-ingest", "lancedb", "python")
+DEFAULT_SYSTEMS = ("amem", "amem-ingest", "lancedb", "python", "throughput", "hnsw-curve", "vector-split")
 DEFAULT_INGEST_SIZES = (1_000, 10_000)
+DEFAULT_THROUGHPUT_SIZES = (1_000, 10_000)
 DEFAULT_OUT = Path("results") / "bench"
 WORKER_MODULE = "amem_db.harness.bench"
 
@@ -42,6 +45,12 @@ def worker_main(argv: list[str]) -> None:
         elif system == "amem-ingest":
             res = asyncio.run(worker_amem_ingest(n, Path(args["data_root"]), tuple(args["datasets"]), db_root,
                                                  args["backend"], args.get("embedder")))
+        elif system == "throughput":
+            res = asyncio.run(worker_throughput(n, data_dir, db_root, args["backend"], args["queries"], args["batch"]))
+        elif system == "hnsw-curve":
+            res = asyncio.run(worker_hnsw_curve(n, data_dir))
+        elif system == "vector-split":
+            res = asyncio.run(worker_vector_split(n, data_dir, args["queries"]))
         elif system == "lancedb":
             res = worker_lancedb(n, data_dir, db_root, args["queries"], args["reps"])
         elif system == "python":
@@ -84,7 +93,8 @@ def run_worker(args: dict[str, Any], timeout: float, log: Path | None = None) ->
 
 def run_bench(*, sizes: list[int], systems: list[str], out_dir: Path, embedder: Any, embedder_spec: str | None,
               queries: int = 20, reps: int = 2, backend: str = "mem", batch: int = 50,
-              ingest_sizes: list[int] | None = None, recall_sizes: list[int] | None = None, data_root: Path = DEFAULT_DATA_ROOT,
+              ingest_sizes: list[int] | None = None, recall_sizes: list[int] | None = None,
+              throughput_sizes: list[int] | None = None, data_root: Path = DEFAULT_DATA_ROOT,
               datasets: tuple[str, ...] = DEFAULT_DATASETS, timeout: float = 2700, keep_db: bool = False,
               progress: Progress | None = None) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -96,11 +106,16 @@ def run_bench(*, sizes: list[int], systems: list[str], out_dir: Path, embedder: 
     meta = build_data(data_dir, embedder, datasets=datasets, data_root=data_root, progress=progress)
     data_seconds = time.perf_counter() - t0
     ingest_sizes = list(DEFAULT_INGEST_SIZES if ingest_sizes is None else ingest_sizes)
+    throughput_sizes = list(DEFAULT_THROUGHPUT_SIZES if throughput_sizes is None else throughput_sizes)
     results = []
     machine = machine_description()
     for n in sizes:
         for system in systems:
             if system == "amem-ingest" and n not in ingest_sizes:
+                continue
+            if system == "throughput" and n not in throughput_sizes:
+                continue
+            if system == "vector-split" and n > SPLIT_MAX_SIZE:
                 continue
             if progress:
                 progress(f"{system} at {n:,} chunks")
