@@ -50,7 +50,7 @@ def _recall_section(res: list[dict[str, Any]], sizes: list[int]) -> list[str]:
 
 def render_markdown(report: dict[str, Any]) -> str:
     res = report["results"]
-    sizes = report["sizes"]
+    sizes = sorted(report["sizes"])
     m = report["machine"]
     lines = ["# amem-db benchmark", "",
              f"Machine: {m['cpu']}, {m['cpus']} cores, {m['memory_gb']} GB RAM, {m['os']}, Python {m['python']}; "
@@ -62,6 +62,8 @@ def render_markdown(report: dict[str, Any]) -> str:
              f"after {report['warmup']} warm-up; backend {report['backend']}; insert batch {report['batch']}. "
              f"Total {report['seconds']:.0f} s.", ""]
     errors = [r for r in res if "error" in r]
+    if report.get("complete") is False:
+        lines += ["", "**Partial report: written after a worker, before the last one ended.**"]
     lines += goals_section(lambda system, n: _get(res, system, n))
     # latency table
     lines += ["## Query latency (ms, p50 / p95 / p99), k = 10", "",

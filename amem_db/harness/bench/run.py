@@ -127,13 +127,25 @@ def run_bench(*, sizes: list[int], systems: list[str], out_dir: Path, embedder: 
             if progress:
                 progress(f"{system} at {n:,}: " + (res.get("error") or f"done in {res.get('wall_seconds')} s"))
             results.append(res)
+            # after every worker, so a run stopped part-way keeps what it measured
+            report = write_report(out_dir, machine, sizes, systems, queries, reps, backend, batch, meta, data_seconds,
+                                  results, started, done=False)
+    report = write_report(out_dir, machine, sizes, systems, queries, reps, backend, batch, meta, data_seconds,
+                          results, started, done=True)
+    plot_latency(report, out_dir / "latency.png")
+    return report
+
+
+def write_report(out_dir: Path, machine: dict[str, Any], sizes: list[int], systems: list[str], queries: int, reps: int,
+                 backend: str, batch: int, meta: dict[str, Any], data_seconds: float, results: list[dict[str, Any]],
+                 started: float, *, done: bool) -> dict[str, Any]:
+    """bench.json and report.md from the results so far (``complete`` False until the last worker)."""
     report = {"machine": machine, "machine_end_loadavg": os.getloadavg(), "sizes": sizes, "systems": systems,
               "queries": queries, "warmup": reps, "backend": backend, "batch": batch,
               "data": {"passages": len(meta["passages"]), "queries": len(meta["queries"]), "embedder": meta["embedder"],
                        "dimension": meta["dimension"], "datasets": meta["datasets"], "seconds": round(data_seconds, 1)},
               "results": results, "seconds": round(time.perf_counter() - started, 1),
-              "created_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+              "created_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "complete": done}
     (out_dir / "bench.json").write_text(json.dumps(report, indent=2, default=str))
     (out_dir / "report.md").write_text(render_markdown(report))
-    plot_latency(report, out_dir / "latency.png")
     return report
