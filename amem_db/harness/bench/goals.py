@@ -152,7 +152,8 @@ def split_section(results: list[dict[str, Any]], sizes: list[int]) -> list[str]:
     if not got:
         return []
     lines = ["", "## Vectors inside the records the legs decode (issue 14 item 4, measurement only)", "",
-             "| size | statement | with the vector in the record (ms p50) | without (ms p50) | with / without |",
+             "| size | statement | chunk-like record: text + vector (ms p50) | split record: vector only for KNN, "
+             "text only for the read (ms p50) | chunk-like / split |",
              "|---|---|---|---|---|"]
     pairs = (("knn_cosine", "full", "vec", "KNN pool + cosine of the stored vector (the product's leg)"),
              ("knn_distance", "full", "vec", "KNN pool + vector::distance::knn()"),

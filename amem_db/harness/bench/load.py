@@ -79,8 +79,6 @@ def chunk_row(r: dict[str, Any], vec: Any) -> dict[str, Any]:
 
 async def bulk_load(db: Reopener, rows: list[dict[str, Any]], vecs: Any, batch: int) -> dict[str, Any]:
     """Documents, then chunks in batches of ``batch``, then every HNSW index rebuilt; the ingest figures."""
-    from amem_db.maintain import maintain as maintain_indexes
-
     n = len(rows)
     t0 = time.perf_counter()
     doc_rows = document_rows(rows, vecs)
@@ -98,16 +96,31 @@ async def bulk_load(db: Reopener, rows: list[dict[str, Any]], vecs: Any, batch: 
     # fold the loaded vectors into the HNSW graphs, as an ingest of files does at its end
     # (the embedded engine never does it by itself: docs/ENGINE-ISSUES.md #19)
     t0 = time.perf_counter()
-    built = await maintain_indexes(await db.if_wal_full(), auto=False)
+    rebuilt = await rebuild_each(db)
     rebuild_seconds = time.perf_counter() - t0
     if db.on_disk:
         await db.reopen()
     return {"documents": len(doc_rows), "chunks": n, "document_seconds": round(doc_seconds, 2),
             "chunk_seconds": round(chunk_seconds, 2), "chunks_per_s": n / chunk_seconds,
             "progress": marks, "embedding_seconds": 0.0,
-            "rebuild": {s.index: s.seconds for s in built.rebuilt}, "rebuild_seconds": round(rebuild_seconds, 2),
+            "rebuild": rebuilt, "rebuild_seconds": round(rebuild_seconds, 2),
             "reopens": db.reopens, "reopen_seconds": round(db.reopen_seconds, 2),
             "note": "bulk INSERT of precomputed vectors: no embedding time"}
+
+
+async def rebuild_each(db: Reopener) -> dict[str, float | None]:
+    """Every HNSW index with unbuilt rows rebuilt, one at a time, the WAL checked before
+    each: one REBUILD of 100k vectors wrote ~650 MB of WAL on surrealkv, so two in one
+    open came near the ~1.7 GB at which 3.2.4 hangs (docs/ENGINE-ISSUES.md #8)."""
+    from amem_db.maintain import maintain as maintain_indexes
+    from amem_db.maintain import status
+
+    out: dict[str, float | None] = {}
+    for s in await status(db.conn):
+        if s.unbuilt > 0:
+            report = await maintain_indexes(await db.if_wal_full(), auto=False, indexes=[s.index])
+            out |= {r.index: r.seconds for r in report.rebuilt}
+    return out
 
 
 def chunk_key(cid: Any) -> str:
