@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import inspect
 import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -28,6 +29,7 @@ from typing import Any, TypedDict, TypeVar
 import pydantic
 
 from .answers import Answers
+from .concurrent import DEFAULT_CONCURRENCY, run_many
 from .connection import WAL_REOPEN_BYTES, Target, close_quietly, open_connection, resolve_target, wal_bytes
 from .constants import MAINTAIN_MIN_ROWS, MAINTAIN_THRESHOLD
 from .db import call
@@ -550,6 +552,19 @@ class Documents:
         if external is not None:
             raw = await rerank_documents(self.mem.conn, external, query, raw)
         return _model(QueryResponse, raw)
+
+    async def query_many(self, queries: Sequence[str], /, *, concurrency: int = DEFAULT_CONCURRENCY,
+                         **options: Any) -> builtins.list[QueryResponse | Exception]:
+        """``query`` for each of ``queries`` (same keyword ``options``), with up to
+        ``concurrency`` requests in flight on this connection (one round trip each,
+        amem_db/concurrent.py). Results in input order; a query that failed has its
+        exception (an ``AmemError``, or ``TypeError`` for a query that is not a str) in
+        its slot instead of a response, so one bad query loses none of the others.
+        An unknown option raises ``TypeError`` at once, before any query runs."""
+        inspect.signature(self.query).bind("", **options)
+        if isinstance(queries, str):
+            raise TypeError("queries is a sequence of str, not one str")
+        return await run_many(lambda q: self.query(q, **options), builtins.list(queries), concurrency)
 
     async def versions(self, id: str) -> builtins.list[DocumentVersion]:
         """A document's versions, the current one first, then each replaced version

@@ -108,6 +108,7 @@ class SyncDocuments(_Facade):
     delete = _twin(Documents.delete)
     reprocess = _twin(Documents.reprocess)
     query = _twin(Documents.query)
+    query_many = _twin(Documents.query_many)
     versions = _twin(Documents.versions)
     recompute_links = _twin(Documents.recompute_links)
 

@@ -229,11 +229,15 @@ def print_comparison(rows: list[dict[str, Any]]) -> None:
 def bench_command(
     session: Session,
     sizes: str = typer.Option("1000,10000,100000", help="corpus sizes in chunks, comma-separated"),
-    systems: str = typer.Option("amem,amem-ingest,lancedb,python", help="amem (product query + raw engine floor), "
-                                "amem-ingest (the stored-function ingest path), lancedb, python (bm25s/numpy/hnswlib)"),
+    systems: str = typer.Option("amem,amem-ingest,lancedb,python,throughput,hnsw-curve,vector-split",
+                                help="amem (product query + raw engine floor), amem-ingest (the stored-function ingest path), "
+                                "lancedb, python (bm25s/numpy/hnswlib), throughput (queries/s, 1/2/4 clients), "
+                                "hnsw-curve (EF vs recall vs latency), vector-split (vectors out of the records, <= 10k)"),
     queries: int = typer.Option(20, help="timed queries per size and mode (after the warm-up)"),
     warmup: int = typer.Option(2, help="untimed warm-up queries per mode"),
     ingest_sizes: str = typer.Option("1000,10000", help="sizes at which amem-ingest runs (the product path stores ~40 chunks/s; 100k takes ~45 min)"),
+    throughput_sizes: str = typer.Option("1000,10000", help="sizes at which the throughput system runs (1, 2, 4 clients; embedded and dev server)"),
+    recall_sizes: str = typer.Option("1000,10000,100000", help="sizes at which the amem run also writes memory and times recall (100k: ~30 min of writes)"),
     backend: str = typer.Option("mem", help="engine storage for the amem runs: mem (default: surrealkv bulk loads hung near 90k rows on 3.2.4), surrealkv, surrealkv+versioned, file"),
     batch: int = typer.Option(50, help="rows per INSERT statement in the amem bulk load"),
     data_root: Path = typer.Option(Path("/work/shared/datasets"), envvar="AMEM_DATASETS",
@@ -257,6 +261,8 @@ def bench_command(
     try:
         size_list = [int(s) for s in sizes.split(",") if s.strip()]
         ingest_list = [int(s) for s in ingest_sizes.split(",") if s.strip()]
+        recall_list = [int(s) for s in recall_sizes.split(",") if s.strip()]
+        throughput_list = [int(s) for s in throughput_sizes.split(",") if s.strip()]
     except ValueError:
         raise typer.BadParameter("sizes are whole numbers, e.g. 1000,10000", param_hint="--sizes") from None
     system_list = [s.strip() for s in systems.split(",") if s.strip()]
@@ -270,7 +276,8 @@ def bench_command(
     spec = session.embedder_spec
     report = run_bench(sizes=size_list, systems=system_list, out_dir=out_dir, embedder=get_embedder(spec),
                        embedder_spec=spec, queries=queries, reps=warmup, backend=backend, batch=batch,
-                       ingest_sizes=ingest_list, data_root=data_root,
+                       ingest_sizes=ingest_list, recall_sizes=recall_list,
+                       throughput_sizes=throughput_list, data_root=data_root,
                        datasets=tuple(d.strip() for d in datasets.split(",") if d.strip()), timeout=timeout,
                        keep_db=keep_db, progress=lambda msg: err.print(msg, highlight=False))
     print((out_dir / "report.md").read_text())

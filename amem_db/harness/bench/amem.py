@@ -12,6 +12,7 @@ from typing import Any
 
 from ..common import dir_size
 from .data import corpus_of, roundrobin
+from .load import Reopener, bulk_load, chunk_key
 from .measure import exact_topk, latency_summary, peak_rss_mb, recall_at
 from .recall import RECALL_SIZES, time_recall, write_memory
 
@@ -21,9 +22,8 @@ MODE_OPTIONS = {"hybrid_graph_depth2": {"mode": "hybrid_graph", "graphDepth": 2}
 FLOOR_DEPTHS = (256, 50)
 
 
-async def worker_amem(n: int, data_dir: Path, db_root: Path, backend: str, queries: int, batch: int, reps: int) -> dict[str, Any]:
-    import numpy as np
-
+async def worker_amem(n: int, data_dir: Path, db_root: Path, backend: str, queries: int, batch: int, reps: int,
+                      recall_sizes: tuple[int, ...] | None = None) -> dict[str, Any]:
     from amem_db.connection import Target, close_quietly, open_connection
     from amem_db.db import plain
     from amem_db.errors import NotImplementedMode, from_engine_error
@@ -34,65 +34,22 @@ async def worker_amem(n: int, data_dir: Path, db_root: Path, backend: str, queri
     db_path = db_root / f"amem-{n}"
     shutil.rmtree(db_path, ignore_errors=True)
     url = "mem://" if backend == "mem" else f"{backend}://{db_path}"
-    conn = await open_connection(Target(url=url, ns="bench", db="b"))
+    target = Target(url=url, ns="bench", db="b")
+    db = Reopener(target, await open_connection(target))
     result: dict[str, Any] = {"system": "amem", "size": n, "backend": backend, "batch": batch}
     try:
+        conn = db.conn
         await Migrator(conn).migrate({"embedding_dim": int(vecs.shape[1])})
         result["engine"] = await conn.version()
         (settings,) = await conn.query("SELECT * OMIT id FROM ONLY amem_setting:schema")
         result["settings"] = plain(settings)
-        # documents first (no vector or full-text index on document here), then chunks
-        docs: dict[str, dict[str, Any]] = {}
-        for r in rows:
-            d = docs.setdefault(r["doc"], {"id": r["doc"], "title": r["title"], "source": r["source"], "n": 0})
-            d["n"] += 1
-        t0 = time.perf_counter()
-        # the summary embedding as ingest computes it (normalised mean of the chunk
-        # vectors), so hybrid_graph's document_summary signal has data to score
-        sums: dict[str, Any] = {}
-        for r, v in zip(rows, vecs):
-            sums[r["doc"]] = sums[r["doc"]] + v if r["doc"] in sums else v.astype(np.float64)
-        doc_rows = [{"id": _rid("document", d["id"]), "title": d["title"], "source": d["source"], "source_id": d["id"],
-                     "mime_type": "application/jsonl", "content_hash": d["id"], "text": "", "status": "ready",
-                     "chunk_count": d["n"], "scopes": [],
-                     "summary_embedding": (sums[d["id"]] / np.linalg.norm(sums[d["id"]])).tolist()}
-                    for d in docs.values()]
-        for i in range(0, len(doc_rows), 500):
-            await conn.query("INSERT INTO document $rows RETURN NONE", {"rows": doc_rows[i:i + 500]})
-        doc_seconds = time.perf_counter() - t0
-        index_of: dict[str, int] = {}
-        t0 = time.perf_counter()
-        marks = []
-        for i in range(0, n, batch):
-            chunk_rows = []
-            for j in range(i, min(i + batch, n)):
-                r = rows[j]
-                # a string key: HNSW KNN on 3.2.4 returns no rows for array/object record
-                # ids (docs/BENCH-ENGINE-NOTES.md), and the product's ingest uses array ids
-                cid = _rid("chunk", f"{r['doc']}_{r['position']}")
-                chunk_rows.append({"id": cid, "document": _rid("document", r["doc"]), "text": r["text"],
-                                   "position": r["position"], "char_start": r["char_start"], "char_end": r["char_end"],
-                                   "embedding": vecs[j].tolist(), "mime_type": "application/jsonl", "scopes": []})
-                index_of[f"{r['doc']}_{r['position']}"] = j
-            await conn.query("INSERT INTO chunk $rows RETURN NONE", {"rows": chunk_rows})
-            if (i // batch) % max(1, (n // batch) // 10) == 0:
-                marks.append((i + len(chunk_rows), round(time.perf_counter() - t0, 2)))
-        chunk_seconds = time.perf_counter() - t0
-        result["ingest"] = {"documents": len(doc_rows), "chunks": n, "document_seconds": round(doc_seconds, 2),
-                            "chunk_seconds": round(chunk_seconds, 2), "chunks_per_s": n / chunk_seconds,
-                            "progress": marks, "embedding_seconds": 0.0,
-                            "note": "bulk INSERT of precomputed vectors: no embedding time"}
-        # fold the loaded vectors into the HNSW graphs, as an ingest of files does at its end
-        # (the embedded engine never does it by itself: docs/ENGINE-ISSUES.md #19)
-        from amem_db.maintain import maintain as maintain_indexes
-
-        built = await maintain_indexes(conn, auto=False)
-        result["ingest"]["rebuild"] = {s.index: s.seconds for s in built.rebuilt}
+        result["ingest"] = await bulk_load(db, rows, vecs, batch)
+        conn = db.conn
+        index_of = {f"{r['doc']}_{r['position']}": j for j, r in enumerate(rows)}
         result["size_bytes_loaded"] = dir_size(db_path)
 
         def chunk_index(cid: Any) -> int | None:
-            key = cid.id if hasattr(cid, "id") else str(cid).split(":", 1)[-1].strip("⟨⟩`")
-            return index_of.get(str(key))
+            return index_of.get(chunk_key(cid))
 
         truth = exact_topk(vecs, qvecs, 10)
         q_sql = "RETURN fn::amem::documents::query($q, $e, $o);"
@@ -161,21 +118,16 @@ async def worker_amem(n: int, data_dir: Path, db_root: Path, backend: str, queri
         result["floor_sql"] = {"bm25": "SELECT id, search::score(1) AS s FROM chunk_fts WHERE text @1,OR@ $q ORDER BY s DESC LIMIT D",
                                "knn": "SELECT id, vector::distance::knn() AS d FROM chunk WHERE embedding <|D,EF|> $v ORDER BY d",
                                "depths": list(FLOOR_DEPTHS)}
-        if n in RECALL_SIZES:  # recall beside documents.query, after the memory is written (bench/recall.py)
+        if n in (RECALL_SIZES if recall_sizes is None else recall_sizes):
+            # recall beside documents.query, after the memory is written (bench/recall.py)
             model = str(meta.get("embedder") or "bench")
-            written = await write_memory(conn, rows, vecs, model)
-            result["recall"] = written | await time_recall(conn, qtexts, qvecs, reps, model)
+            written = await write_memory(db, rows, vecs, model)
+            result["recall"] = written | await time_recall(db.conn, qtexts, qvecs, reps, model)
     finally:
-        await close_quietly(conn)
+        await close_quietly(db.conn)
     result["size_bytes"] = dir_size(db_path)
     result["peak_rss_mb"] = peak_rss_mb()
     return result
-
-
-def _rid(table: str, key: Any) -> Any:
-    from surrealdb import RecordID
-
-    return RecordID(table, key)
 
 
 async def worker_amem_ingest(n: int, data_root: Path, datasets: tuple[str, ...], db_root: Path, backend: str,

@@ -64,9 +64,11 @@ def worker_lancedb(n: int, data_dir: Path, db_root: Path, queries: int, reps: in
             if mode == "bm25":
                 res = tbl.search(terms, query_type="fts").limit(10).select(["id"]).to_list()
             elif mode == "vector":
-                res = tbl.search(v, query_type="vector").metric("cosine").limit(10).select(["id"]).to_list()
+                vq: Any = tbl.search(v, query_type="vector")  # .metric: not in lancedb 0.40's stubs
+                res = vq.metric("cosine").limit(10).select(["id"]).to_list()
             else:
-                res = (tbl.search(query_type="hybrid").vector(v).text(terms).metric("cosine")
+                hq: Any = tbl.search(query_type="hybrid").vector(v).text(terms)
+                res = (hq.metric("cosine")
                        .rerank(reranker).limit(10).select(["id"]).to_list())
             ms = (time.perf_counter() - t) * 1000
             if qi >= reps:

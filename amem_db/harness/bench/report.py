@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .amem import AMEM_MODES
+from .goals import curve_section, goals_section, machine_section, split_section, throughput_section
 
 
 def _get(results: list[dict[str, Any]], system: str, n: int) -> dict[str, Any] | None:
@@ -49,7 +50,7 @@ def _recall_section(res: list[dict[str, Any]], sizes: list[int]) -> list[str]:
 
 def render_markdown(report: dict[str, Any]) -> str:
     res = report["results"]
-    sizes = report["sizes"]
+    sizes = sorted(report["sizes"])
     m = report["machine"]
     lines = ["# amem-db benchmark", "",
              f"Machine: {m['cpu']}, {m['cpus']} cores, {m['memory_gb']} GB RAM, {m['os']}, Python {m['python']}; "
@@ -61,6 +62,9 @@ def render_markdown(report: dict[str, Any]) -> str:
              f"after {report['warmup']} warm-up; backend {report['backend']}; insert batch {report['batch']}. "
              f"Total {report['seconds']:.0f} s.", ""]
     errors = [r for r in res if "error" in r]
+    if report.get("complete") is False:
+        lines += ["", "**Partial report: written after a worker, before the last one ended.**"]
+    lines += goals_section(lambda system, n: _get(res, system, n))
     # latency table
     lines += ["## Query latency (ms, p50 / p95 / p99), k = 10", "",
               "| system / mode | " + " | ".join(f"{n:,}" for n in sizes) + " |", "|---|" + "---|" * len(sizes)]
@@ -160,6 +164,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             size = r.get("size_bytes")
             cells.append(f"{size / 1e6:.0f} / {r['peak_rss_mb']:.0f}" if size else f"- / {r['peak_rss_mb']:.0f}")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines += curve_section(res, sizes) + throughput_section(res, sizes) + split_section(res, sizes) + machine_section(report)
     if errors:
         lines += ["", "## Failed runs", ""] + [f"- {r['system']} at {r['size']:,}: {r['error']}" for r in errors]
     return "\n".join(lines) + "\n"

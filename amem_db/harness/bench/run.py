@@ -15,14 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from .amem import worker_amem, worker_amem_ingest
+from .curve import SPLIT_MAX_SIZE, worker_hnsw_curve, worker_vector_split
 from .data import DEFAULT_DATA_ROOT, DEFAULT_DATASETS, Progress, build_data
 from .measure import machine_description
 from .peers import worker_lancedb, worker_python
 from .report import plot_latency, render_markdown
+from .throughput import worker_throughput
 
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
-DEFAULT_SYSTEMS = ("amem", "amem-ingest", "lancedb", "python")
+DEFAULT_SYSTEMS = ("amem", "amem-ingest", "lancedb", "python", "throughput", "hnsw-curve", "vector-split")
 DEFAULT_INGEST_SIZES = (1_000, 10_000)
+DEFAULT_THROUGHPUT_SIZES = (1_000, 10_000)
 DEFAULT_OUT = Path("results") / "bench"
 WORKER_MODULE = "amem_db.harness.bench"
 
@@ -36,10 +39,18 @@ def worker_main(argv: list[str]) -> None:
     code = 0
     try:
         if system == "amem":
-            res = asyncio.run(worker_amem(n, data_dir, db_root, args["backend"], args["queries"], args["batch"], args["reps"]))
+            recall_sizes = args.get("recall_sizes")
+            res = asyncio.run(worker_amem(n, data_dir, db_root, args["backend"], args["queries"], args["batch"], args["reps"],
+                                          None if recall_sizes is None else tuple(recall_sizes)))
         elif system == "amem-ingest":
             res = asyncio.run(worker_amem_ingest(n, Path(args["data_root"]), tuple(args["datasets"]), db_root,
                                                  args["backend"], args.get("embedder")))
+        elif system == "throughput":
+            res = asyncio.run(worker_throughput(n, data_dir, db_root, args["backend"], args["queries"], args["batch"]))
+        elif system == "hnsw-curve":
+            res = asyncio.run(worker_hnsw_curve(n, data_dir))
+        elif system == "vector-split":
+            res = asyncio.run(worker_vector_split(n, data_dir, args["queries"]))
         elif system == "lancedb":
             res = worker_lancedb(n, data_dir, db_root, args["queries"], args["reps"])
         elif system == "python":
@@ -82,7 +93,8 @@ def run_worker(args: dict[str, Any], timeout: float, log: Path | None = None) ->
 
 def run_bench(*, sizes: list[int], systems: list[str], out_dir: Path, embedder: Any, embedder_spec: str | None,
               queries: int = 20, reps: int = 2, backend: str = "mem", batch: int = 50,
-              ingest_sizes: list[int] | None = None, data_root: Path = DEFAULT_DATA_ROOT,
+              ingest_sizes: list[int] | None = None, recall_sizes: list[int] | None = None,
+              throughput_sizes: list[int] | None = None, data_root: Path = DEFAULT_DATA_ROOT,
               datasets: tuple[str, ...] = DEFAULT_DATASETS, timeout: float = 2700, keep_db: bool = False,
               progress: Progress | None = None) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -94,28 +106,46 @@ def run_bench(*, sizes: list[int], systems: list[str], out_dir: Path, embedder: 
     meta = build_data(data_dir, embedder, datasets=datasets, data_root=data_root, progress=progress)
     data_seconds = time.perf_counter() - t0
     ingest_sizes = list(DEFAULT_INGEST_SIZES if ingest_sizes is None else ingest_sizes)
+    throughput_sizes = list(DEFAULT_THROUGHPUT_SIZES if throughput_sizes is None else throughput_sizes)
     results = []
     machine = machine_description()
     for n in sizes:
         for system in systems:
             if system == "amem-ingest" and n not in ingest_sizes:
                 continue
+            if system == "throughput" and n not in throughput_sizes:
+                continue
+            if system == "vector-split" and n > SPLIT_MAX_SIZE:
+                continue
             if progress:
                 progress(f"{system} at {n:,} chunks")
             args = {"system": system, "size": n, "data_dir": str(data_dir), "db_root": str(db_root),
                     "backend": backend, "queries": queries, "reps": reps, "batch": batch, "keep_db": keep_db,
-                    "data_root": str(data_root), "datasets": list(datasets), "embedder": embedder_spec}
+                    "data_root": str(data_root), "datasets": list(datasets), "embedder": embedder_spec,
+                    "recall_sizes": recall_sizes}
             res = run_worker(args, timeout, log)
             if progress:
                 progress(f"{system} at {n:,}: " + (res.get("error") or f"done in {res.get('wall_seconds')} s"))
             results.append(res)
+            # after every worker, so a run stopped part-way keeps what it measured
+            report = write_report(out_dir, machine, sizes, systems, queries, reps, backend, batch, meta, data_seconds,
+                                  results, started, done=False)
+    report = write_report(out_dir, machine, sizes, systems, queries, reps, backend, batch, meta, data_seconds,
+                          results, started, done=True)
+    plot_latency(report, out_dir / "latency.png")
+    return report
+
+
+def write_report(out_dir: Path, machine: dict[str, Any], sizes: list[int], systems: list[str], queries: int, reps: int,
+                 backend: str, batch: int, meta: dict[str, Any], data_seconds: float, results: list[dict[str, Any]],
+                 started: float, *, done: bool) -> dict[str, Any]:
+    """bench.json and report.md from the results so far (``complete`` False until the last worker)."""
     report = {"machine": machine, "machine_end_loadavg": os.getloadavg(), "sizes": sizes, "systems": systems,
               "queries": queries, "warmup": reps, "backend": backend, "batch": batch,
               "data": {"passages": len(meta["passages"]), "queries": len(meta["queries"]), "embedder": meta["embedder"],
                        "dimension": meta["dimension"], "datasets": meta["datasets"], "seconds": round(data_seconds, 1)},
               "results": results, "seconds": round(time.perf_counter() - started, 1),
-              "created_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+              "created_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "complete": done}
     (out_dir / "bench.json").write_text(json.dumps(report, indent=2, default=str))
     (out_dir / "report.md").write_text(render_markdown(report))
-    plot_latency(report, out_dir / "latency.png")
     return report

@@ -1,0 +1,180 @@
+"""The report sections of issue 14: its goals as a table (met / not met, by how
+much), the recall-latency curve of the built HNSW graph beside hnswlib, the
+throughput rounds, and the vector-split measurement (bench.json -> markdown).
+
+How each goal is read from one bench run (``None`` when the run lacks a side):
+
+* hybrid p50 at 100k <= LanceDB hybrid p50 (ratio <= 1), at 10k <= 2x;
+* vector recall@10 of the product's vector mode >= 0.98 against exact numpy
+  search, at 10k (real passages and real MiniLM vectors; 100k repeats them with
+  perturbed vectors, shown on a row of its own);
+* product ingest (stored-function path, chunks/s without embedding time: the floor
+  embeds nothing either) >= 0.8x the bulk INSERT floor at the largest size both ran;
+* latency growth 10k -> 100k "clearly sublinear": the log-log slope of hybrid p50,
+  log(p50(100k) / p50(10k)) / log(10), at most 0.5 (10x the rows for at most
+  ~3.2x the time; 1.0 is linear);
+* peak RSS of the amem run at 100k <= 2x LanceDB's, counted as met only when that
+  run used the default backend (surrealkv).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+Getter = Callable[[str, int], "dict[str, Any] | None"]
+DEFAULT_BACKEND = "surrealkv"
+SLOPE_GOAL = 0.5
+
+
+def _p50(r: dict[str, Any] | None, section: str, key: str) -> float | None:
+    v = ((r or {}).get(section) or {}).get(key) or {}
+    p = v.get("p50")
+    return float(p) if isinstance(p, (int, float)) and not math.isnan(p) else None
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not math.isnan(v) else None
+
+
+def _cell(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def _verdict(ok: bool | None, by: str) -> str:
+    if ok is None:
+        return "not measured"
+    return f"**met** ({by})" if ok else f"not met ({by})"
+
+
+def goal_rows(get: Getter) -> list[tuple[str, str, str, str]]:
+    """(goal, measured, target, verdict) rows."""
+    rows: list[tuple[str, str, str, str]] = []
+    for n, limit in ((100_000, 1.0), (10_000, 2.0)):
+        a, b = _p50(get("amem", n), "latency_ms", "hybrid"), _p50(get("lancedb", n), "latency_ms", "hybrid")
+        if a and b:
+            ratio = a / b
+            by = f"{limit / ratio:.2f}x margin" if ratio <= limit else f"{ratio / limit:.1f}x too slow"
+            rows.append((f"hybrid p50 at {n:,} vs LanceDB hybrid", f"{a:.0f} / {b:.0f} ms = {ratio:.2f}x", f"<= {limit:g}x",
+                         _verdict(ratio <= limit, by)))
+        else:
+            rows.append((f"hybrid p50 at {n:,} vs LanceDB hybrid", "-", f"<= {limit:g}x", _verdict(None, "")))
+    for n, note in ((10_000, ""), (100_000, " (perturbed copies of the real vectors)")):
+        rec = _num(((get("amem", n) or {}).get("recall@10") or {}).get("vector"))
+        rows.append((f"vector recall@10 at {n:,}{note}", _cell(rec, ".3f"), ">= 0.98",
+                     _verdict(None if rec is None else rec >= 0.98, "-" if rec is None else f"{rec - 0.98:+.3f}")))
+    ingest = [(n, r, f) for n in (100_000, 10_000, 1_000) if (r := get("amem-ingest", n)) and (f := get("amem", n))]
+    if ingest:
+        n, r, f = ingest[0]
+        prod, floor = float(r["chunks_per_s_without_embedding"]), float(f["ingest"]["chunks_per_s"])
+        rows.append((f"product ingest vs bulk INSERT floor at {n:,}", f"{prod:.0f} / {floor:.0f} chunks/s = {prod / floor:.2f}x",
+                     ">= 0.8x", _verdict(prod / floor >= 0.8, f"{prod / floor / 0.8:.2f} of the goal")))
+    else:
+        rows.append(("product ingest vs bulk INSERT floor", "-", ">= 0.8x", _verdict(None, "")))
+    a, b = _p50(get("amem", 10_000), "latency_ms", "hybrid"), _p50(get("amem", 100_000), "latency_ms", "hybrid")
+    growth = "hybrid latency growth 10k -> 100k (log-log slope of p50)"
+    if a and b:
+        slope = math.log(b / a) / math.log(10)
+        rows.append((growth, f"{b / a:.2f}x for 10x rows: slope {slope:.2f}", f"<= {SLOPE_GOAL} (1 = linear)",
+                     _verdict(slope <= SLOPE_GOAL, f"{slope - SLOPE_GOAL:+.2f}")))
+    else:
+        rows.append((growth, "-", f"<= {SLOPE_GOAL} (1 = linear)", _verdict(None, "")))
+    amem, lance = get("amem", 100_000), get("lancedb", 100_000)
+    if amem and lance:
+        ratio = float(amem["peak_rss_mb"]) / float(lance["peak_rss_mb"])
+        on_default = amem.get("backend") == DEFAULT_BACKEND
+        rows.append(("peak RSS at 100,000 vs LanceDB, default backend",
+                     f"{amem['peak_rss_mb']:.0f} / {lance['peak_rss_mb']:.0f} MB = {ratio:.2f}x ({amem.get('backend')})", "<= 2x",
+                     _verdict(ratio <= 2 if on_default else None, f"{ratio / 2:.2f} of the limit")
+                     + ("" if on_default else f": this run used {amem.get('backend')}, not {DEFAULT_BACKEND}")))
+    else:
+        rows.append(("peak RSS at 100,000 vs LanceDB, default backend", "-", "<= 2x", _verdict(None, "")))
+    return rows
+
+
+def goals_section(get: Getter) -> list[str]:
+    lines = ["", "## Issue 14 goals (one run; never asserted in tests)", "",
+             "| goal | measured | target | verdict |", "|---|---|---|---|"]
+    lines += [f"| {g} | {m} | {t} | {v} |" for g, m, t, v in goal_rows(get)]
+    lines += ["", "Latency growth: slope = log(p50 at 100k / p50 at 10k) / log(10); 'clearly sublinear' read as "
+              f"<= {SLOPE_GOAL} (10x the rows for at most 3.2x the time). Product ingest is timed without "
+              "embedding (the floor embeds nothing); RSS counts only on the default backend."]
+    return lines
+
+
+def curve_section(results: list[dict[str, Any]], sizes: list[int]) -> list[str]:
+    got = [r for n in sizes for r in results if r.get("system") == "hnsw-curve" and r.get("size") == n and "error" not in r]
+    if not got:
+        return []
+    lines = ["", "## Recall-latency curve of the built HNSW graph (bare table, M / EFC of the product, after REBUILD)", ""]
+    for r in got:
+        peer = {(p["k"], p["ef"]): p for p in r.get("hnswlib") or []}
+        lines += [f"{r['size']:,} vectors, {r['queries']} queries, rebuild {r['rebuild_seconds']} s; recall against exact "
+                  "numpy search, p50 ms per query (hnswlib: one query per call)", "",
+                  "| K | EF | recall engine | ms engine | recall hnswlib | ms hnswlib |", "|---|---|---|---|---|---|"]
+        for e in r["engine"]:
+            p = peer.get((e["k"], e["ef"])) or {}
+            lines.append(f"| {e['k']} | {e['ef']} | {e['recall']:.3f} | {e['p50_ms']} | "
+                         f"{_cell(_num(p.get('recall')), '.3f')} | {p.get('p50_ms', '-')} |")
+        lines.append("")
+    return lines
+
+
+SHAPES = (("embedded", "embedded, one connection, c queries in flight"),
+          ("connections", "dev server (ws), c connections, 1 in flight each"),
+          ("in_flight", "dev server (ws), one connection, c queries in flight"))
+
+
+def throughput_section(results: list[dict[str, Any]], sizes: list[int]) -> list[str]:
+    got = [r for n in sizes for r in results if r.get("system") == "throughput" and r.get("size") == n and "error" not in r]
+    if not got:
+        return []
+    clients = got[0]["clients"]
+    lines = ["", "## Throughput (queries/s, hybrid, k = 10, through the Python client)", "",
+             "| size | client | " + " | ".join(f"c = {c}" for c in clients) + " |", "|---|---|" + "---|" * len(clients)]
+    for r in got:
+        by = {(x["shape"], x["c"]): x for x in r["rounds"]}
+        for shape, label in SHAPES:
+            cells = [f"{by[(shape, c)]['qps']:.2f}" + (" (errors)" if by[(shape, c)]["errors"] else "")
+                     if (shape, c) in by else "-" for c in clients]
+            lines.append(f"| {r['size']:,} | {label} | " + " | ".join(cells) + " |")
+    r0 = got[0]
+    lines += ["", f"{r0['per_client']} queries per client per round (the bench's queries, precomputed vectors), after a "
+              f"2-query warm-up per connection; store {r0['backend']} (the dev server runs in a process of its own on the "
+              "same files). Same results in every round: "
+              + ", ".join(f"{r['size']:,}: {'yes' if r['results_match'] else 'NO'}" for r in got) + "."]
+    return lines
+
+
+def split_section(results: list[dict[str, Any]], sizes: list[int]) -> list[str]:
+    got = [r for n in sizes for r in results if r.get("system") == "vector-split" and r.get("size") == n and "error" not in r]
+    if not got:
+        return []
+    lines = ["", "## Vectors inside the records the legs decode (issue 14 item 4, measurement only)", "",
+             "| size | statement | chunk-like record: text + vector (ms p50) | split record: vector only for KNN, "
+             "text only for the read (ms p50) | chunk-like / split |",
+             "|---|---|---|---|---|"]
+    pairs = (("knn_cosine", "full", "vec", "KNN pool + cosine of the stored vector (the product's leg)"),
+             ("knn_distance", "full", "vec", "KNN pool + vector::distance::knn()"),
+             ("hydrate_pool", "full", "text", "read text / document / position of the pool's rows"))
+    for r in got:
+        p = r["p50_ms"]
+        for name, a, b, label in pairs:
+            x, y = p.get(f"{name} {a}"), p.get(f"{name} {b}")
+            ratio = f"{x / y:.2f}x" if x and y else "-"
+            lines.append(f"| {r['size']:,} | {label} | {x} | {y} | {ratio} |")
+    lines += ["", "Scratch mem:// tables, timed interleaved query by query: `full` (chunk-like: text, ids, embedding), "
+              "`vec` (the embedding only, keyed like `full`), `text` (`full` without the embedding); pool "
+              f"{got[0]['pool']}, EF {got[0]['ef']}, both vector tables rebuilt. Same KNN ids on both: "
+              + ", ".join(f"{r['size']:,}: {'yes' if r['same_ids'] else 'NO'}" for r in got) + "."]
+    return lines
+
+
+def machine_section(report: dict[str, Any]) -> list[str]:
+    m = report["machine"]
+    return ["", "## Machine", "",
+            f"- CPU: {m['cpu']}, {m['cpus']} cores available to the run; {m['memory_gb']} GB RAM; {m['os']}; Python {m['python']}",
+            f"- load average at start {tuple(round(x, 2) for x in m['loadavg'])}, at end "
+            f"{tuple(round(x, 2) for x in report['machine_end_loadavg'])} (a quiet machine reads below 1 per core)",
+            "- packages: " + ", ".join(f"{k} {v}" for k, v in m["packages"].items() if v)]
