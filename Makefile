@@ -39,9 +39,10 @@ lint: install
 	$(BIN)/ruff check amem_db tests scripts
 	$(BIN)/mypy
 
-# the whole suite (= .ci/run = the README's second command): lint first
+# the whole suite (= .ci/run = the README's second command): lint first; the 15 slowest
+# tests are printed so the suite's ~15-minute budget can be watched from the CI log
 test: install lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 # the inner loop: everything but the `slow` marker (a few minutes)
 test-fast: install
