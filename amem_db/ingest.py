@@ -312,8 +312,9 @@ async def ingest_paths(
             conn = await after_batch()
         if progress:
             progress("file", {"path": path, "documents": len(items)})
-    if maintain:
+    if maintain and (report.count("added") or report.count("replaced")):
         # once, at the end: rebuilding the HNSW graphs past the threshold after every batch
-        # would cost a multiple of the final build (docs/ENGINE-ISSUES.md #19, amem_db/maintain.py)
+        # would cost a multiple of the final build (docs/ENGINE-ISSUES.md #19, amem_db/maintain.py).
+        # An ingest that stored nothing maintains nothing: a failed command changes no row.
         report.maintenance = await maintain_indexes(conn, auto=True, progress=progress)
     return report
