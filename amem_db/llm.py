@@ -18,12 +18,11 @@ import os
 import re
 from typing import Any, Protocol, runtime_checkable
 
-from .embedding.openai_compat import api_endpoint, post_json
+from .embedding.openai_compat import API_KEY_ENV, api_endpoint, endpoint_settings, post_json
 from .errors import AmemError
 
-URL_ENV = "AMEM_LLM_URL"
-MODEL_ENV = "AMEM_LLM_MODEL"
-KEY_ENV = "AMEM_LLM_KEY"
+ENV = "AMEM_LLM"  # AMEM_LLM_URL, AMEM_LLM_MODEL, AMEM_LLM_KEY
+URL_ENV = f"{ENV}_URL"
 DEFAULT_TIMEOUT_S = 20.0
 #: at most this many sub-questions (the database's limit, surql/470_rewrite)
 MAX_SUB_QUERIES = 4
@@ -59,14 +58,11 @@ class OpenAICompatChat:
 
     def __init__(self, url: str | None = None, model: str | None = None, *, api_key: str | None = None,
                  timeout_s: float = DEFAULT_TIMEOUT_S, max_tokens: int = 300) -> None:
-        url = url or os.environ.get(URL_ENV)
-        if not url:
-            raise LLMError(f"no chat endpoint: pass url= or set {URL_ENV} (e.g. http://127.0.0.1:8000/v1)")
-        self.endpoint = chat_endpoint(url)
-        self.model = model or os.environ.get(MODEL_ENV) or ""
+        self.endpoint, self.model, self._api_key = endpoint_settings(
+            url, model, api_key, path="chat/completions", env=ENV, error=LLMError,
+            example="http://127.0.0.1:8000/v1", fallback_key_env=API_KEY_ENV)
         self.timeout_s = timeout_s
         self.max_tokens = max_tokens
-        self._api_key = api_key if api_key is not None else (os.environ.get(KEY_ENV) or os.environ.get("OPENAI_API_KEY"))
         self.name = f"openai-chat:{self.endpoint}" + (f":{self.model}" if self.model else "")
 
     def __repr__(self) -> str:

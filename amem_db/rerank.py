@@ -28,12 +28,11 @@ import os
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from .embedding.openai_compat import api_endpoint, post_json
+from .embedding.openai_compat import api_endpoint, endpoint_settings, post_json
 from .errors import AmemError
 
-URL_ENV = "AMEM_RERANK_URL"
-MODEL_ENV = "AMEM_RERANK_MODEL"
-KEY_ENV = "AMEM_RERANK_KEY"
+ENV = "AMEM_RERANK"  # AMEM_RERANK_URL, AMEM_RERANK_MODEL, AMEM_RERANK_KEY
+URL_ENV = f"{ENV}_URL"
 DEFAULT_TIMEOUT_S = 10.0
 
 
@@ -64,13 +63,10 @@ class EndpointReranker:
 
     def __init__(self, url: str | None = None, model: str | None = None, *, api_key: str | None = None,
                  timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        url = url or os.environ.get(URL_ENV)
-        if not url:
-            raise RerankerError(f"no rerank endpoint: pass url= or set {URL_ENV} (e.g. http://127.0.0.1:8080/v1/rerank)")
-        self.endpoint = rerank_endpoint(url)
-        self.model = model or os.environ.get(MODEL_ENV) or ""
+        self.endpoint, self.model, self._api_key = endpoint_settings(
+            url, model, api_key, path="rerank", env=ENV, error=RerankerError,
+            example="http://127.0.0.1:8080/v1/rerank")
         self.timeout_s = timeout_s
-        self._api_key = api_key if api_key is not None else os.environ.get(KEY_ENV)
         self.name = f"endpoint:{self.endpoint}" + (f":{self.model}" if self.model else "")
 
     def __repr__(self) -> str:

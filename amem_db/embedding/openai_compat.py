@@ -61,6 +61,19 @@ def api_endpoint(url: str, path: str) -> str:
     return f"{url}/v1/{path}"
 
 
+def endpoint_settings(url: str | None, model: str | None, api_key: str | None, *, path: str, env: str,
+                      error: type[Exception], example: str, fallback_key_env: str | None = None) -> tuple[str, str, str | None]:
+    """``(endpoint, model, api_key)`` of an OpenAI-style service from the arguments, else from
+    ``{env}_URL`` / ``{env}_MODEL`` / ``{env}_KEY`` (then ``fallback_key_env``); no URL at all
+    is ``error`` saying how to give one. Shared by the chat provider and the endpoint reranker."""
+    url = url or os.environ.get(f"{env}_URL")
+    if not url:
+        raise error(f"no {path} endpoint: pass url= or set {env}_URL (e.g. {example})")
+    if api_key is None:
+        api_key = os.environ.get(f"{env}_KEY") or (os.environ.get(fallback_key_env) if fallback_key_env else None)
+    return api_endpoint(url, path), model or os.environ.get(f"{env}_MODEL") or "", api_key
+
+
 def embeddings_endpoint(url: str) -> str:
     return api_endpoint(url, "embeddings")
 
