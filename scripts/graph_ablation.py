@@ -24,14 +24,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from amem_db.client import Memory
-from amem_db.connection import Target, close_quietly, open_connection
+from amem_db.connection import close_quietly
 from amem_db.embedding import CachedEmbedder, get_embedder
 from amem_db.harness.common import percentile
-from amem_db.harness.database import prepare_database
+from amem_db.harness.database import open_eval_url, prepare_database
 from amem_db.harness.datasets import load_dataset
 from amem_db.harness.metrics import document_ranking, evaluate
-from amem_db.migrator import Migrator
 
 KINDS = ["knowledge_has_keyword", "mentions", "relation", "section_match", "document_link", "document_summary", "pagerank"]
 
@@ -97,10 +95,8 @@ async def main() -> int:
     ds = load_dataset(a.dataset, limit_queries=a.limit_queries)
     embedder = CachedEmbedder(get_embedder(a.embedder))
     if a.url:
-        conn = await open_connection(Target(url=a.url, ns="amem", db="eval"))
-        await Migrator(conn).migrate()
-        await conn.query("DELETE retrieval_trace")
-        mem = Memory(conn, embedder=embedder)
+        mem = await open_eval_url(a.url, embedder)
+        conn = mem.conn
     else:
         if a.db_dir:
             prepared = await prepare_database(ds, embedder, db_dir=Path(a.db_dir))

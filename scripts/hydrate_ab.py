@@ -61,11 +61,9 @@ BEFORE = """DEFINE FUNCTION OVERWRITE fn::ab::hydrate_before($items: array<objec
 async def main() -> int:
     from surrealdb import RecordID
 
-    from amem_db.client import Memory
-    from amem_db.connection import Target, close_quietly, open_connection
-    from amem_db.embedding import CachedEmbedder, get_embedder
+    from amem_db.connection import close_quietly
+    from amem_db.harness.database import open_eval_url
     from amem_db.harness.datasets import load_dataset
-    from amem_db.migrator import Migrator
 
     ap = argparse.ArgumentParser()
     ap.add_argument("dataset")
@@ -76,9 +74,8 @@ async def main() -> int:
     ap.add_argument("--out")
     a = ap.parse_args()
     ds = load_dataset(a.dataset, limit_queries=a.limit)
-    conn = await open_connection(Target(url=a.url, ns="amem", db="eval"))
-    await Migrator(conn).migrate()
-    mem = Memory(conn, embedder=CachedEmbedder(get_embedder(None)))
+    mem = await open_eval_url(a.url)
+    conn = mem.conn
     times: dict[str, list[float]] = {"before": [], "after": []}
     try:
         await conn.query(BEFORE)

@@ -50,12 +50,10 @@ def paired(on: dict[str, float], off: dict[str, float]) -> dict[str, Any]:
 
 
 async def main() -> int:
-    from amem_db.client import Memory
-    from amem_db.connection import Target, close_quietly, open_connection
-    from amem_db.embedding import CachedEmbedder, get_embedder
+    from amem_db.connection import close_quietly
+    from amem_db.harness.database import open_eval_url
     from amem_db.harness.datasets import load_dataset
     from amem_db.harness.metrics import document_ranking
-    from amem_db.migrator import Migrator
 
     ap = argparse.ArgumentParser()
     ap.add_argument("dataset")
@@ -65,9 +63,8 @@ async def main() -> int:
     ap.add_argument("--out")
     a = ap.parse_args()
     ds = load_dataset(a.dataset, limit_queries=a.limit)
-    conn = await open_connection(Target(url=a.url, ns="amem", db="eval"))
-    await Migrator(conn).migrate()
-    mem = Memory(conn, embedder=CachedEmbedder(get_embedder(None)))
+    mem = await open_eval_url(a.url)
+    conn = mem.conn
 
     async def run(mode: str) -> dict[str, list[str]]:
         out = {}

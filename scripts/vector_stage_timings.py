@@ -27,11 +27,9 @@ STAGES = ["optionsMs", "vectorMs", "fuseMs", "hydrateMs", "contextMs", "traceMs"
 
 
 async def main() -> int:
-    from amem_db.client import Memory
-    from amem_db.connection import Target, close_quietly, open_connection
-    from amem_db.embedding import CachedEmbedder, get_embedder
+    from amem_db.connection import close_quietly
+    from amem_db.harness.database import open_eval_url
     from amem_db.harness.datasets import load_dataset
-    from amem_db.migrator import Migrator
 
     ap = argparse.ArgumentParser()
     ap.add_argument("dataset")
@@ -42,10 +40,8 @@ async def main() -> int:
     ap.add_argument("--out")
     a = ap.parse_args()
     ds = load_dataset(a.dataset, limit_queries=a.limit)
-    conn = await open_connection(Target(url=a.url, ns="amem", db="eval"))
-    await Migrator(conn).migrate()
-    await conn.query("DELETE retrieval_trace")
-    mem = Memory(conn, embedder=CachedEmbedder(get_embedder(None)))
+    mem = await open_eval_url(a.url)
+    conn = mem.conn
     sides: dict[str, dict[str, list[float]]] = {s: {k: [] for k in [*STAGES, "client", "hits"]} for s in ("0.5", "default")}
     try:
         for text in list(ds.queries.values())[:3]:  # warm-up

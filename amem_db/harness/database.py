@@ -129,6 +129,24 @@ async def open_eval_database(name: str, key: str, embedder: Any, *, url: str | N
         raise
     return Opened(conn, target, db_path, marker)
 
+async def open_eval_url(url: str, embedder: Any | None = None) -> Any:
+    """A Memory on an eval database named by URL (the ``--url`` of the measurement scripts:
+    usually the ``surrealkv://`` path an earlier ``amem-db eval`` built), migrated to this
+    release, its old traces dropped; ``embedder`` defaults to the cached default model."""
+    from amem_db.client import Memory
+    from amem_db.connection import Target, close_quietly, open_connection
+    from amem_db.embedding import CachedEmbedder, get_embedder
+    from amem_db.migrator import Migrator
+
+    conn = await open_connection(Target(url=url, ns="amem", db="eval"))
+    try:
+        await Migrator(conn).migrate()
+        await conn.query("DELETE retrieval_trace")
+    except BaseException:
+        await close_quietly(conn)
+        raise
+    return Memory(conn, embedder=embedder or CachedEmbedder(get_embedder(None)))
+
 async def prepare_database(ds: Dataset, embedder: Any, *, title_mode: str = "separate", url: str | None = None,
                            db_dir: Path = DEFAULT_DB_DIR, fresh: bool = False, batch_size: int = 16,
                            progress: Progress | None = None) -> Prepared:
