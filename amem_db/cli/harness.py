@@ -237,14 +237,14 @@ def bench_command(
     warmup: int = typer.Option(2, help="untimed warm-up queries per mode"),
     ingest_sizes: str = typer.Option("1000,10000", help="sizes at which amem-ingest runs (the product path stores ~40 chunks/s; 100k takes ~45 min)"),
     throughput_sizes: str = typer.Option("1000,10000", help="sizes at which the throughput system runs (1, 2, 4 clients; embedded and dev server)"),
-    recall_sizes: str = typer.Option("1000,10000,100000", help="sizes at which the amem run also writes memory and times recall (100k: ~30 min of writes)"),
-    backend: str = typer.Option("mem", help="engine storage for the amem runs: mem (default: surrealkv bulk loads hung near 90k rows on 3.2.4), surrealkv, surrealkv+versioned, file"),
+    recall_sizes: str = typer.Option("1000,10000", help="sizes at which the amem run also writes memory and times recall (100k adds ~30 min of writes)"),
+    backend: str = typer.Option("surrealkv", help="engine storage for the amem runs: surrealkv (the product's default; the bulk load reopens the engine past its WAL limit, docs/ENGINE-ISSUES.md #8), mem, surrealkv+versioned, file"),
     batch: int = typer.Option(50, help="rows per INSERT statement in the amem bulk load"),
     data_root: Path = typer.Option(Path("/work/shared/datasets"), envvar="AMEM_DATASETS",
                                    help="where the BEIR collections live (env AMEM_DATASETS)"),
     datasets: str = typer.Option("scifact,cranfield,cisi", help="collections the passages are cut from"),
     out_dir: Path = typer.Option(Path("results/bench"), "--out", help="report folder (bench.json, report.md, latency.png)"),
-    timeout: float = typer.Option(2700, help="seconds before one system/size run is abandoned"),
+    timeout: float = typer.Option(7200, help="seconds before one system/size run is abandoned (amem at 100k on surrealkv took 40 min)"),
     keep_db: bool = typer.Option(False, "--keep-db", help="keep the benchmark databases (default: deleted after each run)"),
 ) -> None:
     """Ingest throughput, query latency p50/p95/p99 per mode, vector recall@10, size and peak RSS per corpus size.
