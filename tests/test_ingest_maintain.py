@@ -4,23 +4,8 @@ found a failed ingest that still wrote term_stat)."""
 
 from __future__ import annotations
 
-import pytest
-from conftest import drop, make_target
-
 from amem_db.client import Memory
-from amem_db.connection import close_quietly, open_connection
 from amem_db.embedding import get_embedder
-from amem_db.migrator import Migrator
-
-
-@pytest.fixture
-async def conn():
-    target = make_target("ingmaint")
-    c = await open_connection(target)
-    await Migrator(c).migrate()
-    yield c
-    await drop(c, target)
-    await close_quietly(c)
 
 
 async def term_rows(conn) -> int:
@@ -28,17 +13,17 @@ async def term_rows(conn) -> int:
     return n
 
 
-async def test_a_failed_ingest_runs_no_maintenance(conn, tmp_path):
-    mem = Memory(conn, embedder=get_embedder("hash:384"))
+async def test_a_failed_ingest_runs_no_maintenance(db, tmp_path):
+    mem = Memory(db, embedder=get_embedder("hash:384"))
     for i in range(3):  # passages with no term counts yet: maintenance would count them
         await mem.documents.ingest_text(f"Kiwi orchard note {i} about pruning and frost.", source=f"n{i}", embed=False)
-    assert await term_rows(conn) == 0
+    assert await term_rows(db) == 0
     bad = tmp_path / "bad.txt"
     bad.write_text("A note the scope check refuses.")
     report = await mem.documents.ingest_paths([bad], scopes=[""])
     assert [r.status for r in report.results] == ["failed"]
-    assert report.maintenance is None and await term_rows(conn) == 0
+    assert report.maintenance is None and await term_rows(db) == 0
     good = tmp_path / "good.txt"
     good.write_text("A kiwi note that lands.")
     report = await mem.documents.ingest_paths([good])  # something stored: maintenance runs and counts
-    assert report.count("added") == 1 and report.maintenance is not None and await term_rows(conn) > 0
+    assert report.count("added") == 1 and report.maintenance is not None and await term_rows(db) > 0
