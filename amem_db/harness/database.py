@@ -102,7 +102,6 @@ async def open_eval_database(name: str, key: str, embedder: Any, *, url: str | N
     without it is deleted and rebuilt. With a ``url`` (``mem://`` in tests, or a
     server): namespace ``amem_eval``, database ``<name>_<key12>``."""
     from amem_db.connection import Target, close_quietly, open_connection
-    from amem_db.migrator import Migrator
 
     db_path = marker = None
     if url is None:
@@ -119,32 +118,33 @@ async def open_eval_database(name: str, key: str, embedder: Any, *, url: str | N
             marker.unlink(missing_ok=True)
     else:
         target = Target(url=url, ns="amem_eval", db=f"{re.sub(r'[^A-Za-z0-9_]', '_', name)}_{key[:12]}")
+    conn = await open_migrated(target, {"embedding_dim": embedder.dimension})
+    return Opened(conn, target, db_path, marker)
+
+async def open_migrated(target: Any, settings: dict[str, Any] | None = None) -> Any:
+    """A connection to ``target`` migrated to this release, the traces of earlier runs
+    dropped (they would only grow the database and its scans); closed again on failure."""
+    from amem_db.connection import close_quietly, open_connection
+    from amem_db.migrator import Migrator
+
     conn = await open_connection(target)
     try:
-        await Migrator(conn).migrate({"embedding_dim": embedder.dimension})
-        # traces of earlier runs would only grow the database and its scans
+        await Migrator(conn).migrate(settings)
         await conn.query("DELETE retrieval_trace")
     except BaseException:
         await close_quietly(conn)
         raise
-    return Opened(conn, target, db_path, marker)
+    return conn
 
 async def open_eval_url(url: str, embedder: Any | None = None) -> Any:
     """A Memory on an eval database named by URL (the ``--url`` of the measurement scripts:
     usually the ``surrealkv://`` path an earlier ``amem-db eval`` built), migrated to this
     release, its old traces dropped; ``embedder`` defaults to the cached default model."""
     from amem_db.client import Memory
-    from amem_db.connection import Target, close_quietly, open_connection
+    from amem_db.connection import Target
     from amem_db.embedding import CachedEmbedder, get_embedder
-    from amem_db.migrator import Migrator
 
-    conn = await open_connection(Target(url=url, ns="amem", db="eval"))
-    try:
-        await Migrator(conn).migrate()
-        await conn.query("DELETE retrieval_trace")
-    except BaseException:
-        await close_quietly(conn)
-        raise
+    conn = await open_migrated(Target(url=url, ns="amem", db="eval"))
     return Memory(conn, embedder=embedder or CachedEmbedder(get_embedder(None)))
 
 async def prepare_database(ds: Dataset, embedder: Any, *, title_mode: str = "separate", url: str | None = None,
