@@ -19,33 +19,35 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 SETTINGS = ((50, 64), (256, 512))  # the bench's floor KNN and the product's pool / EF
 
 
-async def recall_at_10(conn, qv, truth, key_of, k: int, ef: int) -> float:
-    hit = 0
-    for q, t in zip(qv.tolist(), truth):
+async def first_ten(conn, qv, key_of, k: int, ef: int) -> list[list[int | None]]:
+    """The first 10 KNN rows of every query, as the bench's floor reads them."""
+    found = []
+    for q in qv.tolist():
         (rows,) = await conn.query(f"SELECT id, vector::distance::knn() AS d FROM chunk WHERE embedding <|{k},{ef}|> $q ORDER BY d",
                                    {"q": q})
-        hit += len({key_of(r["id"]) for r in rows[:10]} & set(t))
-    return round(hit / (10 * len(truth)), 4)
+        found.append([key_of(r["id"]) for r in rows[:10]])
+    return found
 
 
 async def report(label: str, conn, qv, truth, key_of) -> None:
+    from amem_db.harness.bench.measure import recall_at
+
     for k, ef in SETTINGS:
-        few = await recall_at_10(conn, qv[:20], truth[:20], key_of, k, ef)
-        every = await recall_at_10(conn, qv, truth, key_of, k, ef)
-        print(f"{label}: K {k} EF {ef}: first 20 queries {few}, all {len(truth)} {every}", flush=True)
+        found = await first_ten(conn, qv, key_of, k, ef)
+        print(f"{label}: K {k} EF {ef}: first 20 queries {recall_at(found[:20], truth[:20], 10):.4f}, "
+              f"all {len(truth)} {recall_at(found, truth, 10):.4f}", flush=True)
 
 
 async def main() -> int:
     from amem_db.connection import Target, open_connection
     from amem_db.harness.bench.data import corpus_of
     from amem_db.harness.bench.load import Reopener, bulk_load, chunk_key
+    from amem_db.harness.bench.measure import exact_topk
     from amem_db.migrator import Migrator
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -53,7 +55,7 @@ async def main() -> int:
     ap.add_argument("--size", type=int, default=10000)
     a = ap.parse_args()
     rows, vecs, _, qv, _ = corpus_of(Path(a.data), a.size)
-    truth = [list(np.argsort(-row)[:10]) for row in qv @ vecs.T]
+    truth = exact_topk(vecs, qv, 10)
     index_of = {f"{r['doc']}_{r['position']}": j for j, r in enumerate(rows)}
 
     def key_of(rid):
