@@ -297,3 +297,27 @@ def test_cli_flags_run_and_the_trace_says_what_ran(tmp_path):
     assert out["trace"]["options"]["decompose"] == "skipped (no provider)"
     bad = amem("query", "cats", "--rerank", "cohere")
     assert bad.returncode == 2 and "--rerank" in bad.stderr and "cross-encoder:PATH" in bad.stderr
+
+
+def test_endpoint_settings_resolve_arguments_then_env(monkeypatch):
+    """The chat provider and the endpoint reranker resolve url / model / key the same way
+    (amem_db/embedding/openai_compat.endpoint_settings): arguments, then AMEM_LLM_* /
+    AMEM_RERANK_*, the chat key falling back to OPENAI_API_KEY; no URL at all is a typed error."""
+    from amem_db.rerank import EndpointReranker, RerankerError
+
+    for name in ("AMEM_LLM_URL", "AMEM_LLM_MODEL", "AMEM_LLM_KEY", "AMEM_RERANK_URL", "AMEM_RERANK_MODEL", "AMEM_RERANK_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
+    monkeypatch.setenv("AMEM_LLM_URL", "http://h:1")
+    monkeypatch.setenv("AMEM_LLM_MODEL", "env-model")
+    llm = OpenAICompatChat()
+    assert (llm.endpoint, llm.model, llm._api_key) == ("http://h:1/v1/chat/completions", "env-model", "sk-openai")
+    monkeypatch.setenv("AMEM_LLM_KEY", "sk-llm")
+    assert OpenAICompatChat("http://a:2/v1", "given", api_key=None)._api_key == "sk-llm"
+    assert OpenAICompatChat("http://a:2/v1", "given", api_key="")._api_key == ""  # an explicit key wins, even empty
+    with pytest.raises(RerankerError, match="AMEM_RERANK_URL"):
+        EndpointReranker()
+    monkeypatch.setenv("AMEM_RERANK_URL", "http://r:3")
+    rr = EndpointReranker()
+    # the reranker never read OPENAI_API_KEY (before the shared resolver either)
+    assert (rr.endpoint, rr.model, rr._api_key) == ("http://r:3/v1/rerank", "", None)
