@@ -99,3 +99,22 @@ async def test_bulk_load_reopens_surrealkv_when_the_wal_is_full(tmp_path, monkey
         assert len(knn) == 3 and bench_load.chunk_key(knn[0]["id"]) == "d1_2"
     finally:
         await close_quietly(db.conn)
+
+
+def test_bench_defaults_are_the_published_run():
+    """`make bench` (= `amem-db bench`) repeats the run docs/BENCHMARKS.md publishes: every
+    option of that run's command line is the command's default."""
+    import inspect
+    import re
+    from pathlib import Path
+
+    from amem_db.cli.harness import bench_command
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "BENCHMARKS.md").read_text()
+    line = re.search(r"^amem-db bench (--backend .*)$", doc, re.M)
+    assert line, "BENCHMARKS.md no longer shows the published run's command"
+    given = dict(re.findall(r"--([a-z-]+) (\S+)", line.group(1)))
+    given.pop("out")  # where the report went, not a setting of the run
+    params = inspect.signature(bench_command).parameters
+    defaults = {k: params[k.replace("-", "_")].default.default for k in given}  # typer.Option(default, ...)
+    assert given and defaults == {k: type(defaults[k])(v) for k, v in given.items()}
