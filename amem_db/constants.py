@@ -85,6 +85,11 @@ DEFAULT_BM25_MAX_DF = 1.0
 INGEST_BATCH_MAX = 64
 INGEST_PER_TRANSACTION = 4
 
+# passages kept per analysed token in a BM25 champion list (surql/315_bm25_lists): N 1,000
+# lost 0.005 nDCG@10 on SciFact and nothing on Cranfield / CISI against the engine's
+# statement (docs/QUERY-DESIGN.md "BM25 at scale")
+BM25_LIST_SIZE = 1000
+
 RENDER_CONTEXT: dict[str, object] = {
     "ingest_batch_max": INGEST_BATCH_MAX,
     "default_k": DEFAULT_K,
@@ -98,4 +103,5 @@ RENDER_CONTEXT: dict[str, object] = {
     "default_threshold": DEFAULT_THRESHOLD,
     "model_thresholds": dict(MODEL_THRESHOLDS),
     "default_bm25_max_df": DEFAULT_BM25_MAX_DF,
+    "list_size": BM25_LIST_SIZE,
 }

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import termstats
+from . import bm25lists, termstats
 from .constants import MAINTAIN_MIN_ROWS, MAINTAIN_THRESHOLD
 from .db import call
 from .models import IndexStatus, MaintainReport
@@ -85,7 +85,9 @@ async def maintain(
         if progress:
             progress("rebuilt", {"index": s.index, "seconds": done.seconds})
         rebuilt.append(done)
-    # the BM25 legs' document frequencies (amem_db/termstats.py), counted when drifted
-    term_stats = await termstats.refresh(conn, auto=auto) if indexes is None else None
+    # the BM25 champion lists (amem_db/bm25lists.py) when due; a build counts the term
+    # statistics itself, else they are counted when drifted (amem_db/termstats.py)
+    bm25 = await bm25lists.refresh(conn, auto=auto) if indexes is None else None
+    term_stats = bm25["term_stats"] if bm25 else await termstats.refresh(conn, auto=auto) if indexes is None else None
     return MaintainReport(threshold=threshold, min_rows=min_rows, rebuilt=rebuilt, before=before,
-                          seconds=round(time.perf_counter() - started, 3), term_stats=term_stats)
+                          seconds=round(time.perf_counter() - started, 3), term_stats=term_stats, bm25_lists=bm25)

@@ -738,6 +738,8 @@ class MaintainReport(_Model):
     seconds: float = 0.0
     # the term statistics counted by this pass (amem_db/termstats.py count), None: not due
     term_stats: dict[str, Any] | None = None
+    # the BM25 champion lists built by this pass (amem_db/bm25lists.py build), None: not due
+    bm25_lists: dict[str, Any] | None = None
 
 
 class DoctorCheck(_Model):

@@ -61,23 +61,26 @@ async def count(conn: Any, *, batch: int = 256) -> dict[str, Any]:
     gen = int((await status(conn))["gen"]) + 1
     out: list[dict[str, Any]] = []
     rows: dict[str, int] = {}
+    lengths: dict[str, int] = {}
     for table in TABLES:
         df: Counter[str] = Counter()
-        n, after = 0, None
+        n, after, length = 0, None, 0
         while True:
             got = await call(conn, f"fn::amem::termstats::tokens_{table}", after, batch)
             for tokens in got["tokens"]:
                 df.update(tokens)
             n += len(got["tokens"])
+            length += int(got["length"])
             if len(got["tokens"]) < batch:
                 break
             after = got["last"]
         rows[table] = n
+        lengths[table] = length
         out += [{"id": [table, token_key(tok)], "df": c} for tok, c in df.items()]
     for i in range(0, len(out), STORE_BATCH):
         await call(conn, "fn::amem::termstats::store", out[i:i + STORE_BATCH], gen)
     await call(conn, "fn::amem::termstats::publish", gen, rows)
-    return {"gen": gen, "rows": rows, "terms": len(out), "seconds": round(time.perf_counter() - started, 3)}
+    return {"gen": gen, "rows": rows, "lengths": lengths, "terms": len(out), "seconds": round(time.perf_counter() - started, 3)}
 
 
 async def refresh(conn: Any, *, auto: bool = True) -> dict[str, Any] | None:

@@ -104,6 +104,12 @@ MATRIX: dict[str, dict] = {
                                          "scopes: $S}"},
     "memory_chunk_fts": {**_COPY, "seed": "{text: 'seed text', scopes: $S}"},
     "attribute_fts": {**_COPY, "seed": "{entity: entity:entity_spare, text: 'seed text', scopes: $S}"},
+    # --- BM25 champion lists and the rows written since their build (migrations/0018): read
+    # like the passages they list, written only by the operator's build and the sync events
+    "chunk_fts_recent": {**_COPY, "seed": "{document: document:document_spare, text: 'seed text', mime_type: 'text/plain', scopes: $S}"},
+    "audio_chunk_fts_recent": {**_COPY, "seed": "{document: document:document_spare, text: 'seed text', mime_type: 'audio/wav', "
+                                                "scopes: $S}"},
+    "bm25_list": {**_COPY, "values": {"top": "[{c: 'k9', s: 2.5}]"}, "seed": "{top: [{c: 'k1', s: 1.5}], scopes: $S}"},
     # --- typed memory (migrations/0005, 0007) --------------------------------------------
     "attribute": {**_MEMORY, "fields": _FORGOTTEN,
                   "seed": "{entity: entity:entity_spare, key: 'role', key_norm: 'role', value: 'v0', text: 'Seed: role = v0', "

@@ -1,0 +1,120 @@
+"""Building the BM25 champion lists (issue 24; surql/315_bm25_lists, migrations/0018).
+
+The BM25 leg reads one list per query token: the passages with the highest BM25 impact
+for it, at most ``BM25_LIST_SIZE``, so its cost does not grow with the table
+(docs/QUERY-DESIGN.md "BM25 at scale"). A build, run by ``amem-db maintain``:
+
+1. counts the term statistics afresh (amem_db/termstats.py: N, df, total length);
+2. ``begin``: from now on the sync events also copy every write into the recent tables;
+3. pages the copy tables in key order through ``impacts_<table>`` (the impacts are computed
+   in SurrealQL, with the engine's BM25) and keeps each list's best entries here, bounded;
+4. ``store`` writes the lists (SurrealQL cuts each to its best ``BM25_LIST_SIZE``),
+   ``publish`` switches every reader to the build and clears the recent rows it covers,
+   and the previous build's lists are dropped.
+
+A build that dies before ``publish`` leaves the published lists in use and its own rows
+unpublished; the next build drops them first.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections import defaultdict
+from typing import Any
+
+from . import termstats
+from .constants import BM25_LIST_SIZE
+from .db import call
+
+TABLES = termstats.TABLES
+#: rows per impacts call (its output stays under the engine's 1 MiB function output cap)
+SCAN_BATCH = 100
+#: list entries per store call
+STORE_ENTRIES = 20_000
+#: a build is due (maintain --auto) when none exists and the copies hold this many rows...
+MIN_ROWS = 2_000
+#: ...or when the rows written since the build reach this share of the table
+RECENT_SHARE = 0.2
+
+
+async def status(conn: Any) -> dict[str, Any]:
+    """{published, building, <table>: {rows, recent}} (surql/315 fn::amem::bm25::status)."""
+    return dict(await call(conn, "fn::amem::bm25::status"))
+
+
+def due(st: dict[str, Any], *, min_rows: int = MIN_ROWS, share: float = RECENT_SHARE) -> bool:
+    """Whether ``maintain --auto`` should build: no lists yet over enough rows, or too many recent rows."""
+    rows = sum(st[t]["rows"] for t in TABLES)
+    if st["published"] is None:
+        return rows >= min_rows
+    recent = sum(st[t]["recent"] for t in TABLES)
+    return recent >= max(min_rows // 10, share * max(rows, 1))
+
+
+async def _lists_of(conn: Any, table: str, stats: dict[str, Any], size: int) -> dict[tuple[str, str], list[tuple[float, str]]]:
+    """Every (scope key, token hash) list of one table, each its best ``size`` (impact, key) pairs."""
+    heaps: dict[tuple[str, str], list[tuple[float, str]]] = defaultdict(list)
+    after = None
+    while True:
+        got = await call(conn, f"fn::amem::bm25::impacts_{table}", after, SCAN_BATCH, stats)
+        for row in got["rows"]:
+            for term in row["terms"]:
+                entry = (float(term["s"]), row["key"])
+                for lst in row["lists"]:
+                    heap = heaps[(lst, term["h"])]
+                    if len(heap) < size:
+                        heapq.heappush(heap, entry)
+                    elif entry > heap[0]:
+                        heapq.heapreplace(heap, entry)
+        if len(got["rows"]) < SCAN_BATCH:
+            return heaps
+        after = got["last"]
+
+
+async def _store(conn: Any, gen: int, table: str, heaps: dict[tuple[str, str], list[tuple[float, str]]]) -> int:
+    batch: list[dict[str, Any]] = []
+    entries = 0
+    for (lst, h), heap in heaps.items():
+        batch.append({"list": lst, "h": h, "top": [{"c": c, "s": s} for s, c in heap]})
+        entries += len(heap)
+        if entries >= STORE_ENTRIES or len(batch) >= 500:
+            await call(conn, "fn::amem::bm25::store", gen, table, batch)
+            batch, entries = [], 0
+    if batch:
+        await call(conn, "fn::amem::bm25::store", gen, table, batch)
+    return len(heaps)
+
+
+async def build(conn: Any, *, size: int = BM25_LIST_SIZE) -> dict[str, Any]:
+    """Build and publish the lists of every copy table; returns {gen, lists, rows, term_stats (the count it made), seconds}."""
+    started = time.perf_counter()
+    before = await status(conn)
+    counted = await termstats.count(conn)
+    begun = await call(conn, "fn::amem::bm25::begin")
+    gen = int(begun["gen"])
+    await call(conn, "fn::amem::bm25::drop_build", gen)  # what a build that died left under this number
+    tables: dict[str, dict[str, Any]] = {}
+    lists = 0
+    for table in TABLES:
+        n = int(counted["rows"][table])
+        stats = {"n": n, "avgdl": counted["lengths"][table] / max(n, 1), "statsGen": int(counted["gen"])}
+        lists += await _store(conn, gen, table, await _lists_of(conn, table, stats, size))
+        tables[table] = stats
+    await call(conn, "fn::amem::bm25::publish", gen, begun["started"], tables)
+    old = (before["published"] or {}).get("gen")
+    if old is not None:
+        await call(conn, "fn::amem::bm25::drop_build", int(old))
+    return {"gen": gen, "lists": lists, "rows": counted["rows"], "term_stats": counted, "seconds": round(time.perf_counter() - started, 3)}
+
+
+async def refresh(conn: Any, *, auto: bool = True) -> dict[str, Any] | None:
+    """``build`` when due (``auto``), or on a full pass whenever lists exist or the copies hold
+    ``MIN_ROWS``; None when skipped. Below that the engine's statement is as fast, and it keeps
+    returning the rows whose only query words are in most passages (score 0), which the lists
+    leave out."""
+    st = await status(conn)
+    rows = sum(st[t]["rows"] for t in TABLES)
+    if not (due(st) if auto else st["published"] is not None or rows >= MIN_ROWS):
+        return None
+    return await build(conn)
