@@ -45,10 +45,10 @@ async def status(conn: Any) -> dict[str, Any]:
 
 def due(st: dict[str, Any], *, min_rows: int = MIN_ROWS, share: float = RECENT_SHARE) -> bool:
     """Whether ``maintain --auto`` should build: no lists yet over enough rows, or too many recent rows."""
-    rows = sum(st[t]["rows"] for t in TABLES)
+    rows = sum(int(st[t]["rows"]) for t in TABLES)
     if st["published"] is None:
         return rows >= min_rows
-    recent = sum(st[t]["recent"] for t in TABLES)
+    recent = sum(int(st[t]["recent"]) for t in TABLES)
     return recent >= max(min_rows // 10, share * max(rows, 1))
 
 
