@@ -109,6 +109,8 @@ MATRIX: dict[str, dict] = {
     "chunk_fts_recent": {**_COPY, "seed": "{document: document:document_spare, text: 'seed text', mime_type: 'text/plain', scopes: $S}"},
     "audio_chunk_fts_recent": {**_COPY, "seed": "{document: document:document_spare, text: 'seed text', mime_type: 'audio/wav', "
                                                 "scopes: $S}"},
+    "chunk_fts_gone": {**_COPY, "seed": "{scopes: $S}"},
+    "audio_chunk_fts_gone": {**_COPY, "seed": "{scopes: $S}"},
     "bm25_list": {**_COPY, "values": {"top": "[{c: 'k9', s: 2.5}]"}, "seed": "{top: [{c: 'k1', s: 1.5}], scopes: $S}"},
     # --- typed memory (migrations/0005, 0007) --------------------------------------------
     "attribute": {**_MEMORY, "fields": _FORGOTTEN,

@@ -224,3 +224,17 @@ async def test_a_tenant_reads_only_its_own_lists_and_passages(world):
 async def keys(root, scope: str) -> list[str]:
     (rows,) = await root.query("SELECT VALUE record::id(id) FROM chunk_fts WHERE scopes CONTAINS $s", {"s": scope})
     return rows
+
+
+async def test_a_listed_passage_changed_since_the_build_counts_by_its_new_text(mem):
+    await bm25lists.build(mem.conn)
+    (key,) = await mem.conn.query("RETURN (SELECT VALUE id FROM chunk WHERE text CONTAINS 'Field note 7:')[0]")
+    assert "Field note 7: orchard" not in [t for t, _ in await leg(mem.conn, "loquat")]
+    await mem.conn.query("UPDATE $k SET text = 'Field note 7: loquat only.'", {"k": key})
+    (gone,) = await mem.conn.query("SELECT VALUE record::id(id) FROM chunk_fts_gone")
+    assert gone == [key.id]
+    assert [t for t, _ in await leg(mem.conn, "loquat")] == ["Field note 7: loquat only."]
+    before = [t for t, _ in mem.before["cider frost soil"]]
+    now = [t for t, _ in await leg(mem.conn, "cider frost soil")]
+    assert not any(t.startswith("Field note 7:") for t in now)
+    assert [t for t in before if not t.startswith("Field note 7:")][:3] == now[:3]
