@@ -384,8 +384,14 @@ async def test_bad_embeddings_and_queries(db, corpus):
     # a given embedding is checked in bm25 mode too
     assert "amem:embedding_mismatch:" in await thrown(db, "x", [0.1] * 3, mode="bm25")
     assert "zero (or NaN) norm" in await thrown(db, "x", [0.0] * DIM)
-    with pytest.raises(ThrownError, match="list of 384 finite numbers"):
-        await db.query(Q_CALL, {"q": "x", "e": ["a"] + [0.1] * (DIM - 1), "o": {}})
+    # every kind of element that is not a finite number below 1e6, anywhere in the vector (the
+    # check reads the largest and smallest by the engine's ordering, not each element)
+    for bad in ("a", None, True, False, [0.1], {"x": 1}, float("nan"), float("inf"), float("-inf"), 1e6, -1e6, 1e300):
+        for at in (0, DIM // 2, DIM - 1):
+            e = [0.1] * DIM
+            e[at] = bad
+            with pytest.raises(ThrownError, match="list of 384 finite numbers"):
+                await db.query(Q_CALL, {"q": "x", "e": e, "o": {}})
     for mode in ("hybrid", "vector"):
         m = await thrown(db, "returns", None, mode=mode)
         assert f"amem:invalid_input: mode {mode} needs $embedding" in m
