@@ -6,8 +6,9 @@ for it, at most ``BM25_LIST_SIZE``, so its cost does not grow with the table
 
 1. counts the term statistics afresh (amem_db/termstats.py: N, df, total length);
 2. ``begin``: from now on the sync events also copy every write into the recent tables;
-3. pages the copy tables in key order through ``impacts_<table>`` (the impacts are computed
-   in SurrealQL, with the engine's BM25) and keeps each list's best entries here, bounded;
+3. pages the copy tables in key order through ``rows_<table>`` (each row's analysed tokens,
+   from the engine's analyser), counts tf here, has ``fn::amem::bm25::impacts`` compute the
+   engine's BM25 impact of each (token, passage), and keeps each list's best entries, bounded;
 4. ``store`` writes the lists (SurrealQL cuts each to its best ``BM25_LIST_SIZE``),
    ``publish`` switches every reader to the build and clears the recent rows it covers,
    and the previous build's lists are dropped.
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 from . import termstats
@@ -28,8 +29,10 @@ from .constants import BM25_LIST_SIZE
 from .db import call
 
 TABLES = termstats.TABLES
-#: rows per impacts call (its output stays under the engine's 1 MiB function output cap)
-SCAN_BATCH = 100
+#: rows per rows_<table> call, and per impacts call (outputs stay under the engine's 1 MiB
+#: function output cap, docs/ENGINE-ISSUES.md #14)
+SCAN_BATCH = 200
+IMPACT_BATCH = 100
 #: list entries per store call
 STORE_ENTRIES = 20_000
 #: a build is due (maintain --auto) when none exists and the copies hold this many rows...
@@ -52,17 +55,24 @@ def due(st: dict[str, Any], *, min_rows: int = MIN_ROWS, share: float = RECENT_S
     return recent >= max(min_rows // 10, share * max(rows, 1))
 
 
-async def _lists_of(conn: Any, table: str, stats: dict[str, Any], size: int) -> dict[tuple[str, str], list[tuple[float, str]]]:
+async def _lists_of(conn: Any, table: str, stats: dict[str, Any], df: Counter[str],
+                    size: int) -> dict[tuple[str, str], list[tuple[float, str]]]:
     """Every (scope key, token hash) list of one table, each its best ``size`` (impact, key) pairs."""
     heaps: dict[tuple[str, str], list[tuple[float, str]]] = defaultdict(list)
     after = None
     while True:
-        got = await call(conn, f"fn::amem::bm25::impacts_{table}", after, SCAN_BATCH, stats)
-        for row in got["rows"]:
-            for term in row["terms"]:
-                entry = (float(term["s"]), row["key"])
+        got = await call(conn, f"fn::amem::bm25::rows_{table}", after, SCAN_BATCH)
+        rows = got["rows"]
+        for at in range(0, len(rows), IMPACT_BATCH):
+            part = rows[at:at + IMPACT_BATCH]
+            keyed = [(r, termstats.token_key(tok)) for r in part for tok in Counter(r["tokens"])]
+            postings = [{"tf": tf, "df": df[tok], "dl": len(r["tokens"])} for r in part for tok, tf in Counter(r["tokens"]).items()]
+            for (row, h), s in zip(keyed, await call(conn, "fn::amem::bm25::impacts", postings, stats)):
+                if s <= 0:
+                    continue
+                entry = (float(s), row["key"])
                 for lst in row["lists"]:
-                    heap = heaps[(lst, term["h"])]
+                    heap = heaps[(lst, h)]
                     if len(heap) < size:
                         heapq.heappush(heap, entry)
                     elif entry > heap[0]:
@@ -90,7 +100,7 @@ async def build(conn: Any, *, size: int = BM25_LIST_SIZE) -> dict[str, Any]:
     """Build and publish the lists of every copy table; returns {gen, lists, rows, term_stats (the count it made), seconds}."""
     started = time.perf_counter()
     before = await status(conn)
-    counted = await termstats.count(conn)
+    counted, dfs = await termstats.count_with_df(conn)
     begun = await call(conn, "fn::amem::bm25::begin")
     gen = int(begun["gen"])
     await call(conn, "fn::amem::bm25::drop_build", gen)  # what a build that died left under this number
@@ -99,7 +109,7 @@ async def build(conn: Any, *, size: int = BM25_LIST_SIZE) -> dict[str, Any]:
     for table in TABLES:
         n = int(counted["rows"][table])
         stats = {"n": n, "avgdl": counted["lengths"][table] / max(n, 1), "statsGen": int(counted["gen"])}
-        lists += await _store(conn, gen, table, await _lists_of(conn, table, stats, size))
+        lists += await _store(conn, gen, table, await _lists_of(conn, table, stats, dfs[table], size))
         tables[table] = stats
     await call(conn, "fn::amem::bm25::publish", gen, begun["started"], tables)
     old = (before["published"] or {}).get("gen")

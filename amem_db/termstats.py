@@ -56,14 +56,21 @@ def drifted(tables: dict[str, dict[str, Any]], drift: float = DRIFT) -> bool:
 
 async def count(conn: Any, *, batch: int = 256) -> dict[str, Any]:
     """Count every token's document frequency anew, store and publish it; returns
-    {gen, rows: per table, terms: rows stored, seconds}."""
+    {gen, rows: per table, lengths: analysed tokens per table, terms: rows stored, seconds}."""
+    return (await count_with_df(conn, batch=batch))[0]
+
+
+async def count_with_df(conn: Any, *, batch: int = 256) -> tuple[dict[str, Any], dict[str, Counter[str]]]:
+    """``count``, and the document frequencies it published per table, by token (the BM25
+    list build scores with them: amem_db/bm25lists.py)."""
     started = time.perf_counter()
     gen = int((await status(conn))["gen"]) + 1
     out: list[dict[str, Any]] = []
     rows: dict[str, int] = {}
     lengths: dict[str, int] = {}
+    dfs: dict[str, Counter[str]] = {}
     for table in TABLES:
-        df: Counter[str] = Counter()
+        df: Counter[str] = dfs.setdefault(table, Counter())
         n, after, length = 0, None, 0
         while True:
             got = await call(conn, f"fn::amem::termstats::tokens_{table}", after, batch)
@@ -80,7 +87,7 @@ async def count(conn: Any, *, batch: int = 256) -> dict[str, Any]:
     for i in range(0, len(out), STORE_BATCH):
         await call(conn, "fn::amem::termstats::store", out[i:i + STORE_BATCH], gen)
     await call(conn, "fn::amem::termstats::publish", gen, rows)
-    return {"gen": gen, "rows": rows, "lengths": lengths, "terms": len(out), "seconds": round(time.perf_counter() - started, 3)}
+    return {"gen": gen, "rows": rows, "lengths": lengths, "terms": len(out), "seconds": round(time.perf_counter() - started, 3)}, dfs
 
 
 async def refresh(conn: Any, *, auto: bool = True) -> dict[str, Any] | None:

@@ -216,7 +216,7 @@ async def test_a_tenant_reads_only_its_own_lists_and_passages(world):
     (n,) = await world.root.query("RETURN count(SELECT VALUE id FROM bm25_list WHERE array::len(top) > 0)")
     assert n > 0
     for fn, args in (("fn::amem::bm25::begin", []), ("fn::amem::bm25::store", [1, "chunk_fts", []]),
-                     ("fn::amem::bm25::impacts_chunk_fts", [None, 10, {"n": 1, "avgdl": 1.0, "statsGen": 1}])):
+                     ("fn::amem::bm25::rows_chunk_fts", [None, 10])):
         with pytest.raises(PermissionDenied):
             await call(b, fn, *args)
 
