@@ -117,7 +117,7 @@ def format_recall(response: RecallResponse) -> str:
     lines = []
     for rank, hit in enumerate(data["hits"], 1):
         valid = f" valid {_when(hit.get('validFrom')) or '…'}..{_when(hit.get('validUntil')) or 'open'}" if hit.get("validFrom") or hit.get("validUntil") else ""
-        cite = {k: v for k, v in (hit.get("citation") or {}).items() if k in ("document", "title", "write", "entity", "sessionId", "charStart", "charEnd")}
+        cite = {k: v for k, v in (hit.get("citation") or {}).items() if k in ("document", "title", "write", "entity", "sessionId", "charStart", "charEnd") and v is not None}
         cited = " " + ", ".join(f"{k}={v}" for k, v in cite.items()) if cite else ""
         lines.append(f"{rank}. [{hit['source']} {hit['score']:.3f}] {hit['text']}{valid} ({hit['id']}{cited})")
     if data.get("answer"):
