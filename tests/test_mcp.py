@@ -36,7 +36,7 @@ class World:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def world(dev_server, tmp_path_factory):  # noqa: F811
+async def world(dev_server, tmp_path_factory):
     grants = {"tenant-a": dict(read=[], write=["org/a"], forget=["org/a"]), "tenant-b": dict(read=[], write=["org/b"])}
     async with tenants(dev_server, "mcp", grants) as t:
         w = World()

@@ -54,8 +54,8 @@ INSTRUCTIONS = (
     "Long-term memory. `recall` before answering from memory; `remember` what the user states as lasting fact; "
     "cite hit ids. `forget` is a dry run unless dry_run=false."
 )
-READ_ONLY = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
-WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
 
 class Near(BaseModel):
@@ -198,7 +198,7 @@ def build_server(mem: Memory, *, name: str = "amem-db") -> MCPServer[Any]:
                                         reuse=reuse or None, labels=labels, lens=lens)
         return _result(response, format_recall(response))
 
-    @server.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False))
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False))
     async def forget(
         entity: Annotated[str | None, Field(description="TYPE:NAME, e.g. person:Alice")] = None,
         key: Annotated[str | None, Field(description="with entity: only this key's facts")] = None,
