@@ -95,3 +95,20 @@ async def test_async_native_on_a_memory_and_sync_refused_with_the_reason(async_m
         retriever.invoke("Carol Diaz role")
     with pytest.raises(TypeError, match="Memory or SyncMemory"):
         AmemRetriever(memory="mem://")
+
+
+def test_readme_langchain_example_runs_as_printed(tmp_path):
+    import os
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    section = (root / "README.md").read_text().split("\n## Agents\n", 1)[1].split("\n## ", 1)[0]
+    (example,) = re.findall(r"^```python\n(.*?)^```", section, re.S | re.M)
+    (tmp_path / "example.py").write_text(example)
+    env = os.environ | {"AMEM_URL": "mem://", "AMEM_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, str(tmp_path / "example.py")], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    lines = done.stdout.splitlines()
+    assert lines and lines[0] == "attribute Alice Smith: role = CTO", done.stdout + done.stderr[-2000:]

@@ -204,3 +204,15 @@ async def test_inspector_cli_lists_the_tools_and_calls_recall(world, inspector, 
     result = json.loads(called.stdout)
     assert not result.get("isError"), result
     assert any("loom designs" in h["text"] for h in result["structuredContent"]["hits"]) and "bsecret" not in called.stdout
+
+
+def test_readme_host_configuration_starts_this_command():
+    section = (ROOT / "README.md").read_text().split("\n## Agents\n", 1)[1].split("\n## ", 1)[0]
+    config = json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])
+    entry = config["mcpServers"]["amem-db"]
+    assert entry["command"] == "amem-db" and entry["args"][0] == "mcp" and set(entry["env"]) == {"AMEM_KEY"}
+    from typer.testing import CliRunner
+
+    from amem_db.cli import app
+
+    assert CliRunner().invoke(app, [*entry["args"], "--help"]).exit_code == 0  # every option it names exists
