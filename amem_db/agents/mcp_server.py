@@ -34,8 +34,6 @@ from ..client import Memory
 from ..errors import AmemError
 from ..fact_syntax import FACT_SYNTAX, parse_entity
 from ..models import (
-    EntityDetail,
-    FactHistory,
     FactWrite,
     ForgetResult,
     QueryMode,
@@ -89,10 +87,15 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
-def _result(model: BaseModel, text: str) -> CallToolResult:
-    data = model.model_dump(by_alias=True, mode="json")
-    if isinstance(data.get("trace"), dict):  # the full trace stays in the database: its id is enough to cite
+def _wire(model: BaseModel) -> dict[str, Any]:
+    """A result as the stored function's JSON; the full trace stays in the database (its id is enough to cite)."""
+    data: dict[str, Any] = model.model_dump(by_alias=True, mode="json")
+    if isinstance(data.get("trace"), dict):
         data["trace"] = {"id": data["trace"].get("id")}
+    return data
+
+
+def _result(data: dict[str, Any], text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
@@ -111,9 +114,8 @@ def _when(value: Any) -> str:
     return str(value)[:10] if value else ""
 
 
-def format_recall(response: RecallResponse) -> str:
-    """Recall as lines for a model: rank, source, score, text, validity, citation, id."""
-    data = response.model_dump(by_alias=True, mode="json")
+def format_recall(data: dict[str, Any]) -> str:
+    """Recall (its wire JSON) as lines for a model: rank, source, score, text, validity, id, citation."""
     lines = []
     for rank, hit in enumerate(data["hits"], 1):
         valid = f" valid {_when(hit.get('validFrom')) or '…'}..{_when(hit.get('validUntil')) or 'open'}" if hit.get("validFrom") or hit.get("validUntil") else ""
@@ -127,8 +129,7 @@ def format_recall(response: RecallResponse) -> str:
     return "\n".join(lines)
 
 
-def _format_documents(response: QueryResponse) -> str:
-    data = response.model_dump(by_alias=True, mode="json")
+def _format_documents(data: dict[str, Any]) -> str:
     lines = [f"{rank}. [{hit['score']:.3f}] {hit['document'].get('title') or hit['document'].get('source') or hit['document']['id']}: "
              f"{hit['chunk']['text']} ({hit['chunk']['id']})" for rank, hit in enumerate(data["results"], 1)]
     trace = (data.get("trace") or {}).get("id")
@@ -136,16 +137,14 @@ def _format_documents(response: QueryResponse) -> str:
     return "\n".join(lines)
 
 
-def _format_entity(detail: EntityDetail) -> str:
-    data = detail.model_dump(by_alias=True, mode="json")
+def _format_entity(data: dict[str, Any]) -> str:
     rows = [f"- {r['key']}: {r['value'] if r.get('target') is None else '-> ' + str(r['target'])} "
             f"(valid {_when(r.get('valid_from')) or '…'}..{_when(r.get('valid_until')) or 'open'}; {r['id']})"
             for r in data.get("attributes", []) + data.get("relations", [])]
     return "\n".join([f"{data['type']}:{data['name']} ({data['id']})", *rows])
 
 
-def _format_history(history: FactHistory) -> str:
-    data = history.model_dump(by_alias=True, mode="json")
+def _format_history(data: dict[str, Any]) -> str:
     rows = [f"- {r['value'] if r.get('target') is None else '-> ' + str(r['target'])}{' (current)' if r.get('current') else ''} "
             f"valid {_when(r.get('valid_from')) or '…'}..{_when(r.get('valid_until')) or 'open'}, recorded {_when(r.get('recorded_at'))}"
             for r in data.get("rows", [])]
@@ -172,7 +171,7 @@ def build_server(mem: Memory, *, name: str = "amem-db") -> MCPServer[Any]:
             done = await mem.remember(text, facts=facts, session_id=session_id, observed_at=observed_at, location=location,
                                       labels=labels, scopes=scopes, idempotency_key=idempotency_key)
         outcomes = ", ".join(f"{facts[t.triple]}: {t.outcome}" for t in done.triples)
-        return _result(done, f"write {done.write}: {len(done.triples)} facts ({outcomes or 'none'}), {len(done.passages)} passages")
+        return _result(_wire(done), f"write {done.write}: {len(done.triples)} facts ({outcomes or 'none'}), {len(done.passages)} passages")
 
     @server.tool(annotations=READ_ONLY)
     async def recall(
@@ -196,7 +195,8 @@ def build_server(mem: Memory, *, name: str = "amem-db") -> MCPServer[Any]:
             response = await mem.recall(query, k=k, include=include, mode=mode, as_of=as_of, valid_at=valid_at,
                                         valid_during=valid_during, now=now, location=_location(near, within, nearest),
                                         reuse=reuse or None, labels=labels, lens=lens)
-        return _result(response, format_recall(response))
+        data = _wire(response)
+        return _result(data, format_recall(data))
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False))
     async def forget(
@@ -216,7 +216,7 @@ def build_server(mem: Memory, *, name: str = "amem-db") -> MCPServer[Any]:
                 raise ToolError("amem:invalid_input: nothing to forget: give ids, entity, write, session_id or labels")
             done = await mem.forget(ids, query=query or None, dry_run=dry_run)
         rows = sum(done.forgotten.model_dump().values())
-        return _result(done, f"{rows} rows {'would be forgotten (dry run)' if done.dry_run else 'forgotten'}; {len(done.ids)} matched")
+        return _result(_wire(done), f"{rows} rows {'would be forgotten (dry run)' if done.dry_run else 'forgotten'}; {len(done.ids)} matched")
 
     @server.tool(annotations=READ_ONLY)
     async def entity(
@@ -229,11 +229,13 @@ def build_server(mem: Memory, *, name: str = "amem-db") -> MCPServer[Any]:
         with tool_errors():
             if history_key:
                 history = await mem.entities.history(type, name, history_key, as_of=as_of)
-                return _result(history, _format_history(history))
+                data = _wire(history)
+                return _result(data, _format_history(data))
             detail = await mem.entities.get(type, name, as_of=as_of)
         if detail is None:
             raise ToolError(f"amem:not_found: no {type} named {name!r} (in what this key can see)")
-        return _result(detail, _format_entity(detail))
+        data = _wire(detail)
+        return _result(data, _format_entity(data))
 
     @server.tool(annotations=READ_ONLY)
     async def search_documents(
@@ -248,7 +250,8 @@ def build_server(mem: Memory, *, name: str = "amem-db") -> MCPServer[Any]:
         with tool_errors():
             response = await mem.documents.query(query, k=k, mode=mode, filter={"mimeType": mime_type} if mime_type else None,
                                                  as_of=as_of, lens=lens)
-        return _result(response, _format_documents(response))
+        data = _wire(response)
+        return _result(data, _format_documents(data))
 
     @server.tool(annotations=WRITES)
     async def feedback(
@@ -259,7 +262,7 @@ def build_server(mem: Memory, *, name: str = "amem-db") -> MCPServer[Any]:
         """Mark one hit of a past recall useful or wrong; similar later recalls move it up or down."""
         with tool_errors():
             done = await mem.traces.feedback(trace, int(hit) if isinstance(hit, str) and hit.isdigit() else hit, verdict)
-        return _result(done, f"{done.verdict}: {done.hit} of {done.trace}")
+        return _result(_wire(done), f"{done.verdict}: {done.hit} of {done.trace}")
 
     @server.tool(annotations=WRITES)
     async def remember_answer(
@@ -271,7 +274,7 @@ def build_server(mem: Memory, *, name: str = "amem-db") -> MCPServer[Any]:
         """Keep an answer for reuse: a later recall with reuse=true returns it while its cited facts hold."""
         with tool_errors():
             stored = await mem.answers.remember(query, answer, cited, labels=labels)
-        return _result(stored, f"stored answer {stored.id} citing {len(stored.cited)} records")
+        return _result(_wire(stored), f"stored answer {stored.id} citing {len(stored.cited)} records")
 
     return server
 
