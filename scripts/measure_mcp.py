@@ -6,10 +6,11 @@ Builds (once) a migrated surrealkv database in DATA_DIR with the sample corpus a
 facts, then, in turn so machine load hits both alike:
 * start: spawn `python -m amem_db mcp --url surrealkv://DATA_DIR` under the official SDK's
   stdio client; time to the initialize answer, and to the first tools/list answer;
-* recall: the same queries through MCP (tools/call recall) and through the client's
-  `Memory.recall` in this process (the database closed between the two, as a surrealkv
-  path belongs to one process). Both use the default embedder with its disk cache warm.
-Reports medians (ms) and the per-query difference of the medians.
+* recall, paired: the same database behind the loopback dev server (ws), the MCP server
+  (a subprocess, `--url ws://...`) and the client's `Memory.recall` in this process on it,
+  alternating query by query so machine load hits both alike. Both use the default
+  embedder with its disk cache warm. Reports the medians and the median of the paired
+  differences (MCP minus client), in ms.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from amem_db.client import Memory
+from amem_db.devserver import DevServer
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERIES = ["What is Alice Smith's role?", "how long do I have to return an unopened keyboard?",
@@ -42,42 +44,51 @@ async def build(url: str) -> None:
         await mem.close()
 
 
-async def client_recall(url: str, rounds: int) -> list[float]:
-    mem = await Memory.open(url)
-    try:
-        for q in QUERIES:  # warm: the model loaded, each query's vector in the cache
-            await mem.recall(q, k=5)
-        times = []
-        for _ in range(rounds):
-            for q in QUERIES:
-                t0 = time.perf_counter()
-                await mem.recall(q, k=5)
-                times.append((time.perf_counter() - t0) * 1000)
-        return times
-    finally:
-        await mem.close()
-
-
-async def mcp_run(url: str, rounds: int) -> dict[str, object]:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "amem_db", "mcp", "--url", url],
-                                   env={"PYTHONPATH": str(ROOT), **{k: v for k, v in os.environ.items() if k.startswith("AMEM_CACHE")}})
+async def start_time(url: str) -> tuple[float, float]:
+    """Spawn to the initialize answer, and to the first tools/list answer (ms)."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "amem_db", "mcp", "--url", url], env=_env())
     t0 = time.perf_counter()
     with open(os.devnull, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
             initialized = (time.perf_counter() - t0) * 1000
             await s.list_tools()
-            listed = (time.perf_counter() - t0) * 1000
-            for q in QUERIES:
-                await s.call_tool("recall", {"query": q, "k": 5})
-            times = []
-            for _ in range(rounds):
-                for q in QUERIES:
-                    t1 = time.perf_counter()
-                    result = await s.call_tool("recall", {"query": q, "k": 5})
-                    times.append((time.perf_counter() - t1) * 1000)
-                    assert not result.is_error, result
-    return {"initialize_ms": initialized, "tools_list_ms": listed, "recall_ms": times}
+            return initialized, (time.perf_counter() - t0) * 1000
+
+
+def _env() -> dict[str, str]:
+    return {"PYTHONPATH": str(ROOT), **{k: v for k, v in os.environ.items() if k.startswith("AMEM_CACHE")}}
+
+
+async def paired_recall(url: str, rounds: int) -> tuple[list[float], list[float]]:
+    """(MCP ms, client ms) per query, alternating, over one dev server on the database."""
+    server = DevServer(url, port=0)
+    await server.start()
+    try:
+        mem = await Memory.open(server.ws_url, user="root", password="root")
+        params = StdioServerParameters(command=sys.executable, env=_env(),
+                                       args=["-m", "amem_db", "mcp", "--url", server.ws_url, "--user", "root", "--pass", "root"])
+        via_mcp, via_client = [], []
+        with open(os.devnull, "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
+                await s.initialize()
+                for q in QUERIES:  # warm both: models loaded, query vectors cached
+                    await s.call_tool("recall", {"query": q, "k": 5})
+                    await mem.recall(q, k=5)
+                for _ in range(rounds):
+                    for q in QUERIES:
+                        t0 = time.perf_counter()
+                        result = await s.call_tool("recall", {"query": q, "k": 5})
+                        t1 = time.perf_counter()
+                        await mem.recall(q, k=5)
+                        t2 = time.perf_counter()
+                        assert not result.is_error, result
+                        via_mcp.append((t1 - t0) * 1000)
+                        via_client.append((t2 - t1) * 1000)
+        await mem.close()
+        return via_mcp, via_client
+    finally:
+        await server.stop()
 
 
 async def main() -> None:
@@ -86,17 +97,13 @@ async def main() -> None:
     url = f"surrealkv://{data}"
     if not data.exists():
         await build(url)
-    starts, listed, via_mcp, via_client = [], [], [], []
-    for _ in range(3):
-        run = await mcp_run(url, rounds)
-        starts.append(run["initialize_ms"])
-        listed.append(run["tools_list_ms"])
-        via_mcp += run["recall_ms"]  # type: ignore[operator]
-        via_client += await client_recall(url, rounds)
-    med_mcp, med_client = statistics.median(via_mcp), statistics.median(via_client)
-    print(json.dumps({"load_average": os.getloadavg(), "start_initialize_ms": starts, "start_tools_list_ms": listed,
-                      "recall_mcp_median_ms": med_mcp, "recall_client_median_ms": med_client,
-                      "overhead_median_ms": med_mcp - med_client, "n_per_side": len(via_mcp)}, indent=2))
+    starts = [await start_time(url) for _ in range(3)]
+    via_mcp, via_client = await paired_recall(url, rounds)
+    diffs = [m - c for m, c in zip(via_mcp, via_client)]
+    print(json.dumps({"load_average": os.getloadavg(), "start_initialize_ms": [s[0] for s in starts],
+                      "start_tools_list_ms": [s[1] for s in starts],
+                      "recall_mcp_median_ms": statistics.median(via_mcp), "recall_client_median_ms": statistics.median(via_client),
+                      "overhead_paired_median_ms": statistics.median(diffs), "pairs": len(diffs)}, indent=2))
     sys.stdout.flush()
     os._exit(0)
 
