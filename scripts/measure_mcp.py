@@ -5,7 +5,8 @@ python scripts/measure_mcp.py DATA_DIR [ROUNDS] > out.json
 Builds (once) a migrated surrealkv database in DATA_DIR with the sample corpus and a few
 facts, then, in turn so machine load hits both alike:
 * start: spawn `python -m amem_db mcp --url surrealkv://DATA_DIR` under the official SDK's
-  stdio client; time to the initialize answer, and to the first tools/list answer;
+  stdio client; time to the initialize answer, to the first tools/list answer, and the CPU
+  time the server process used until then (the wall time on an idle core);
 * recall, paired: the same database behind the loopback dev server (ws), the MCP server
   (a subprocess, `--url ws://...`) and the client's `Memory.recall` in this process on it,
   alternating query by query so machine load hits both alike. Both use the default
@@ -44,8 +45,19 @@ async def build(url: str) -> None:
         await mem.close()
 
 
-async def start_time(url: str) -> tuple[float, float]:
-    """Spawn to the initialize answer, and to the first tools/list answer (ms)."""
+def children_cpu_ms() -> float:
+    """CPU time (user + system) used so far by this process's live children (Linux /proc):
+    what the start costs on an idle core, whatever the load of the machine."""
+    total = 0.0
+    for task in Path("/proc/self/task").iterdir():
+        for pid in (task / "children").read_text().split():
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+async def start_time(url: str) -> tuple[float, float, float]:
+    """Spawn to the initialize answer, to the first tools/list answer, and the server's CPU until then (ms)."""
     params = StdioServerParameters(command=sys.executable, args=["-m", "amem_db", "mcp", "--url", url], env=_env())
     t0 = time.perf_counter()
     with open(os.devnull, "w") as errlog:
@@ -53,7 +65,7 @@ async def start_time(url: str) -> tuple[float, float]:
             await s.initialize()
             initialized = (time.perf_counter() - t0) * 1000
             await s.list_tools()
-            return initialized, (time.perf_counter() - t0) * 1000
+            return initialized, (time.perf_counter() - t0) * 1000, children_cpu_ms()
 
 
 def _env() -> dict[str, str]:
@@ -101,7 +113,7 @@ async def main() -> None:
     via_mcp, via_client = await paired_recall(url, rounds)
     diffs = [m - c for m, c in zip(via_mcp, via_client)]
     print(json.dumps({"load_average": os.getloadavg(), "start_initialize_ms": [s[0] for s in starts],
-                      "start_tools_list_ms": [s[1] for s in starts],
+                      "start_tools_list_ms": [s[1] for s in starts], "start_server_cpu_ms": [s[2] for s in starts],
                       "recall_mcp_median_ms": statistics.median(via_mcp), "recall_client_median_ms": statistics.median(via_client),
                       "overhead_paired_median_ms": statistics.median(diffs), "pairs": len(diffs)}, indent=2))
     sys.stdout.flush()

@@ -180,6 +180,7 @@ def build_server(mem: Memory, *, name: str = "amem-db") -> MCPServer[Any]:
         include: list[RecallInclude] | None = None,
         mode: RecallMode = "hybrid",
         as_of: Annotated[str | None, Field(description="what was believed at this time (ISO 8601)")] = None,
+        at_instant: Annotated[str | None, Field(description="the database as stored then (versioned storage)")] = None,
         valid_at: Annotated[str | None, Field(description="what held in the world at this time")] = None,
         valid_during: Annotated[list[str] | None, Field(description="[from, to]: held at some point between", min_length=2, max_length=2)] = None,
         now: Annotated[str | None, Field(description="the instant 'last week' counts from")] = None,
@@ -192,7 +193,7 @@ def build_server(mem: Memory, *, name: str = "amem-db") -> MCPServer[Any]:
     ) -> Annotated[CallToolResult, RecallResponse]:
         """Facts and passages ranked together for a question, each with source, validity and citation."""
         with tool_errors():
-            response = await mem.recall(query, k=k, include=include, mode=mode, as_of=as_of, valid_at=valid_at,
+            response = await mem.recall(query, k=k, include=include, mode=mode, as_of=as_of, at_instant=at_instant, valid_at=valid_at,
                                         valid_during=valid_during, now=now, location=_location(near, within, nearest),
                                         reuse=reuse or None, labels=labels, lens=lens)
         data = _wire(response)
