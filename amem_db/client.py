@@ -35,6 +35,7 @@ from .constants import MAINTAIN_MIN_ROWS, MAINTAIN_THRESHOLD
 from .db import call
 from .embedding.base import Embedder
 from .errors import AmemError, InvalidInput, ServerError, error_for, from_engine_error
+from .fact_syntax import parse_fact
 from .geometry import with_polygons
 from .ingest import IngestReport, Item, Progress, doc_object, ingest_items, ingest_paths, items_from_file
 from .llm import ChatProvider, provider_from_env, rewrite_options
@@ -292,6 +293,45 @@ class Memory:
         if use_reranker or (use_reranker is None and raw.get("escalated")):
             raw = await rerank_recall_step(self.conn, external, query, raw, k)
         return _model(RecallResponse, raw)
+
+    # --- remember: the commonest write in one call (fn::amem::facts::write) -----------------
+    async def remember(
+        self,
+        text: str = "",
+        *,
+        facts: Sequence[str | Mapping[str, Any]] = (),
+        session_id: str | None = None,
+        observed_at: When = None,
+        scopes: Sequence[str] | None = None,
+        category: str | None = None,
+        confidence: float | None = None,
+        valid_from: When = None,
+        valid_until: When = None,
+        role: str | None = None,
+        labels: Sequence[str] | None = None,
+        location: Location | None = None,
+        source: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> FactWrite:
+        """Remember ``text`` (kept as memory passages) and ``facts`` in one transaction,
+        as ``amem-db remember``: ``mem.remember("Alice is our CTO now.", facts=["person:Alice
+        role=CTO", "person:Alice works_at->organisation:Acme"])``. A fact is the CLI's string
+        (amem_db/fact_syntax.py) or a write triple dict; the other options are those of the
+        ``facts.write`` request. Text, facts or both; nothing at all is an InvalidInput."""
+        if not isinstance(text, str):
+            raise TypeError(f"text is a str, not {type(text).__name__}")
+        if isinstance(facts, str | bytes) or not isinstance(facts, Sequence):
+            raise TypeError(f"facts must be a list of fact strings or triples, not {type(facts).__name__}: facts=[{facts!r}]")
+        if not text.strip() and not facts:
+            raise InvalidInput("nothing to remember: give text, facts, or both")
+        triples = [parse_fact(f, what="fact") if isinstance(f, str) else dict(f) for f in facts]
+        request = _clean({
+            "triples": triples or None, "text": text or None, "scopes": _strs("scopes", scopes), "category": category,
+            "confidence": confidence, "observed_at": observed_at, "valid_from": valid_from, "valid_until": valid_until,
+            "session_id": session_id, "role": role, "labels": _strs("labels", labels), "location": _location(location),
+            "source": dict(source) if source is not None else None, "idempotency_key": idempotency_key,
+        })
+        return await self.facts.write(request)
 
     # --- forget and inspect (fn::amem::forget, fn::amem::inspect) -------------------------
     async def forget(

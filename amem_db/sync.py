@@ -182,6 +182,7 @@ class SyncMemory(_Facade):
     migrate = _twin(Memory.migrate)
     embed_query = _twin(Memory.embed_query)
     recall = _twin(Memory.recall)
+    remember = _twin(Memory.remember)
     reopen_if_wal_full = _twin(Memory.reopen_if_wal_full)
     # forget and inspect
     forget = _twin(Memory.forget)

@@ -16,6 +16,7 @@ one place (importing a command module registers nothing):
 | ``maintain`` | ``maintain`` (HNSW rebuilds), ``doctor`` (engine canaries) |
 | ``harness`` | ``eval``, ``bench`` (the ``eval`` / ``bench`` extras) |
 | ``serve`` | ``serve --dev`` |
+| ``mcp`` | ``mcp`` (the MCP server, amem_db/agents/mcp_server.py) |
 
 ``main`` ends the process with ``os._exit`` and the command's exit code: the
 native engine aborts at interpreter exit in 20-30% of runs otherwise
@@ -32,7 +33,7 @@ from typing import NoReturn
 import typer
 
 from ..errors import AmemError
-from . import access, documents, harness, keywords, maintain, memory, migrate, query, serve, traces
+from . import access, documents, harness, keywords, maintain, mcp, memory, migrate, query, serve, traces
 from .app import CONNECTION, EXIT_ERROR, EXIT_INTERRUPTED, HELP, MEMORY, command, fail, root_callback
 
 __all__ = ["app", "build_app", "main", "run"]
@@ -58,6 +59,7 @@ def build_app() -> typer.Typer:
     root.command("eval")(command(("url", "embedder"))(harness.eval_command))
     root.command("bench")(command(("embedder",))(harness.bench_command))
     root.command("serve")(command(("url",))(serve.serve))
+    root.command("mcp")(command(MEMORY)(mcp.mcp))
 
     docs = typer.Typer(help="Read, page, delete and reprocess stored documents.", no_args_is_help=True)
     docs.command("list")(command(MEMORY)(documents.list_documents))

@@ -1,20 +1,20 @@
 """`amem-db remember`, `amem-db entities list|get|history`, `amem-db forget` and
 `amem-db inspect` (typed memory, docs/MEMORY-DESIGN.md).
 
-The fact syntax is parsed here (it is command-line I/O); everything it means
-(identity, types, reconciliation, validation) is decided by
-``fn::amem::facts::write`` in the database.
+The fact syntax is parsed by amem_db/fact_syntax.py (shared with ``Memory.remember``
+and the MCP server); everything it means (identity, types, reconciliation,
+validation) is decided by ``fn::amem::facts::write`` in the database.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import typer
 from rich.table import Table
 
 from ..errors import InvalidInput, NotFound
+from ..fact_syntax import FACT_SYNTAX, parse_entity, parse_fact
 from .app import (
     Session,
     as_json,
@@ -29,23 +29,6 @@ from .app import (
     valid_at_option,
     valid_during_option,
 )
-
-# TYPE:NAME KEY=VALUE (an attribute) or TYPE:NAME KEY->TYPE:NAME (a relation); NAME may hold spaces
-_FACT = re.compile(r"^\s*(?P<type>[^:\s]+):(?P<name>.+?)\s+(?P<key>[^\s=]+?)\s*(?:=(?P<value>.*)|->\s*(?P<ttype>[^:\s]+):(?P<tname>.+))$")
-FACT_SYNTAX = "'TYPE:NAME KEY=VALUE' (an attribute) or 'TYPE:NAME KEY->TYPE:NAME' (a relation), e.g. 'person:Alice Smith role=CTO'"
-
-
-def parse_fact(text: str) -> dict[str, Any]:
-    """One ``--fact`` as a write triple; the value stays a string (the database types nothing by guessing)."""
-    m = _FACT.match(text)
-    if not m:
-        raise InvalidInput(f"--fact {text!r}: expected {FACT_SYNTAX}")
-    triple: dict[str, Any] = {"entity": {"type": m["type"], "name": m["name"].strip()}, "key": m["key"]}
-    if m["value"] is not None:
-        triple["value"] = m["value"].strip()
-    else:
-        triple["target"] = {"type": m["ttype"], "name": m["tname"].strip()}
-    return triple
 
 
 def _optional(**fields: Any) -> dict[str, Any]:
@@ -210,14 +193,6 @@ async def diff(
 
 
 # --- forget and inspect ------------------------------------------------------------------
-def parse_entity(text: str) -> dict[str, str]:
-    """``--entity 'person:Alice Smith'`` as an entity reference {type, name}."""
-    kind, sep, entity_name = text.partition(":")
-    if not sep or not kind.strip() or not entity_name.strip():
-        raise InvalidInput(f"--entity {text!r}: expected 'TYPE:NAME', e.g. 'person:Alice Smith'")
-    return {"type": kind.strip(), "name": entity_name.strip()}
-
-
 async def forget(
     session: Session,
     ids: list[str] = typer.Argument(None, help="record ids to forget (attribute:..., relation:..., memory_chunk:..., entity:...)"),
