@@ -674,9 +674,9 @@ class Facts:
         transactions, refused = 0, len(bodies) - len(todo)  # refused: by prepare, before any write
         for at in range(0, len(todo), max(size, 1)):
             group = todo[at: at + size]
+            transactions += 1
             try:
                 answers = await call(self.mem.conn, "fn::amem::facts::write_many", [bodies[i] for i in group], [vectors[i] for i in group])
-                transactions += 1
                 for i, a in zip(group, answers):
                     writes[i] = a
             except (TransportError, NotMigrated):

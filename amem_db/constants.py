@@ -84,7 +84,7 @@ DEFAULT_BM25_MAX_DF = 1.0
 # most and what the client sends (amem_db/ingest_batch.py; docs/BENCHMARKS.md "Ingest batching")
 INGEST_BATCH_MAX = 64
 INGEST_PER_TRANSACTION = 4
-# memory writes per fn::amem::facts::write_many call (one transaction; surql/276_facts_batch),
+# memory writes per fn::amem::facts::write_many call (one transaction; surql/275_facts, at its end),
 # the most and what Facts.write_many sends (docs/BENCHMARKS.md "Batched memory writes")
 FACTS_BATCH_MAX = 256
 FACTS_PER_TRANSACTION = 16

@@ -379,7 +379,7 @@ class FactBatch(_Model):
 
     writes: list[FactWrite | None]
     errors: list[FactBatchError] = []
-    #: engine transactions the batch took (groups, plus one per request of a failed group)
+    #: engine transactions the batch ran, committed or not (its groups, plus one per request of a failed group)
     transactions: int = 0
     facts: int = 0
     passages: int = 0
