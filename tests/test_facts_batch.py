@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from amem_db import IdempotencyConflict, InvalidInput, Memory
@@ -332,3 +334,19 @@ def test_remember_batch_writes_a_jsonl_file_and_names_the_failed_lines(tmp_path)
     assert refused.exit_code == 1 and "line 2: a request is a JSON object" in refused.stderr
     mixed = runner.invoke(app, [*args, "remember", "--batch", str(path), "--scope", "org/x"])
     assert mixed.exit_code == 1 and "--batch takes every field from its lines" in mixed.stderr
+
+
+# --- the short-text path of a write's passages --------------------------------------------------
+_CHARS = st.sampled_from(["a", "Z", "é", "漢", "😀", " ", "  ", "\n", "\n\n", "\t", "\u00a0", "\u2003", "\u200b", ".", "-", "word"])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.lists(_CHARS, min_size=1, max_size=120).map("".join), min_size=1, max_size=20),
+       size=st.sampled_from([50, 60, 800]))
+async def test_facts_split_is_chunk_split(db, texts, size):
+    """fn::amem::facts::split returns a short text whole without walking it: always what chunk::split returns."""
+    overlap = size // 5
+    (fast, slow) = await db.query("RETURN $ts.map(|$t| fn::amem::facts::split($t, $s, $o)); RETURN $ts.map(|$t| fn::amem::chunk::split($t, [], $s, $o));",
+                                  {"ts": texts, "s": size, "o": overlap})
+    keys = ("text", "position", "char_start", "char_end")
+    assert [[{k: c[k] for k in keys} for c in cs] for cs in fast] == [[{k: c[k] for k in keys} for c in cs] for cs in slow]
