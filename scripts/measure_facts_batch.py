@@ -69,11 +69,30 @@ def fact_request(rng: random.Random, i: int) -> dict[str, Any]:
             "category": "knowledge"}
 
 
-async def rate(mem: Memory, requests: list[dict[str, Any]], group: int, batch: int) -> dict[str, Any]:
-    """Requests written in calls of ``batch`` requests, ``group`` per transaction (0: one by one)."""
+def raw_vectors(emb: LookupEmbedder, r: dict[str, Any]) -> dict[str, Any]:
+    """The vectors argument of a request of this script (no prepare round trip)."""
+    t = (r.get("triples") or [None])[0]
+    if t is None:
+        return {"model": emb.name, "entities": [], "attributes": [], "passages": [emb._vec(r["text"])]}
+    v = emb._vec(t["value"])
+    return {"model": emb.name, "entities": [emb._vec(t["entity"]["name"])], "attributes": [v], "passages": []}
+
+
+async def rate(mem: Memory, requests: list[dict[str, Any]], group: int, batch: int, raw: bool = False) -> dict[str, Any]:
+    """Requests written in calls of ``batch`` requests, ``group`` per transaction (0: one by
+    one). ``raw``: fn::amem::facts::write_many called directly with the vectors, no prepare."""
+    from amem_db.db import call
+
     t0 = time.perf_counter()
     facts = passages = 0
-    if group == 0:
+    if raw:
+        emb = mem.embedder
+        assert isinstance(emb, LookupEmbedder)
+        for at in range(0, len(requests), max(group, 1)):
+            part = requests[at: at + max(group, 1)]
+            done = await call(mem.conn, "fn::amem::facts::write_many", part, [raw_vectors(emb, r) for r in part])
+            facts, passages = facts + sum(len(w["triples"]) for w in done), passages + sum(len(w["passages"]) for w in done)
+    elif group == 0:
         for r in requests:
             w = await mem.facts.write(r)
             facts, passages = facts + len(w.triples), passages + len(w.passages)
@@ -83,7 +102,7 @@ async def rate(mem: Memory, requests: list[dict[str, Any]], group: int, batch: i
             assert not result.errors, result.errors[:1]
             facts, passages = facts + result.facts, passages + result.passages
     s = time.perf_counter() - t0
-    return {"group": group or "one by one", "requests": len(requests), "seconds": round(s, 2),
+    return {"path": "raw" if raw else "client", "group": group or "one by one", "requests": len(requests), "seconds": round(s, 2),
             "facts_per_s": round(facts / s, 1), "passages_per_s": round(passages / s, 1)}
 
 
@@ -95,19 +114,20 @@ async def main() -> None:
     ap.add_argument("--batch", type=int, default=256, help="requests per write_many call (one embedder call)")
     ap.add_argument("--facts", type=int, default=10_000, help="store size (facts) for the single-write p50")
     ap.add_argument("--singles", type=int, default=60)
+    ap.add_argument("--raw", action="store_true", help="call fn::amem::facts::write_many with the vectors (no prepare, no client)")
     a = ap.parse_args()
     conn = await open_connection(Target(url=a.url, ns="measure", db="facts_batch"))
     await Migrator(conn).migrate()
     mem = Memory(conn, embedder=LookupEmbedder())
     rng = random.Random(1)
-    groups = [int(g) for g in a.groups.split(",")]
+    groups = [int(g) or (1 if a.raw else 0) for g in a.groups.split(",")]
     out: dict[str, Any] = {"url": a.url, "n": a.n, "batch": a.batch, "load_average": os.getloadavg(), "passages": [], "facts": []}
     i = 0
     for kind, make in (("passages", passage_request), ("facts", fact_request)):
         for g in groups:
             reqs = [make(rng, i + j) for j in range(a.n)]
             i += a.n
-            row = await rate(mem, reqs, g, a.batch)
+            row = await rate(mem, reqs, g, a.batch, a.raw)
             out[kind].append(row)
             print(kind, json.dumps(row), flush=True)
     (n,) = await conn.query("SELECT count() FROM attribute GROUP ALL")
