@@ -350,3 +350,16 @@ async def test_facts_split_is_chunk_split(db, texts, size):
                                   {"ts": texts, "s": size, "o": overlap})
     keys = ("text", "position", "char_start", "char_end")
     assert [[{k: c[k] for k in keys} for c in cs] for cs in fast] == [[{k: c[k] for k in keys} for c in cs] for cs in slow]
+
+
+def test_the_readme_batch_example_runs_as_printed(tmp_path):
+    readme = (ROOT / "README.md").read_text()
+    line = next(ln for ln in readme.splitlines() if ln.startswith("amem-db remember --batch examples/"))
+    command, printed = (part.strip() for part in line.split("#", 1))
+    args = ("--url", f"surrealkv://{tmp_path / 'db'}", "--embedder", "hash:384")
+    runner = CliRunner()
+    assert runner.invoke(app, [*args, "migrate"]).exit_code == 0
+    done = runner.invoke(app, [*args, *command.split()[1:]])
+    assert done.exit_code == 0 and done.stdout.strip() == printed, done.output
+    shown = runner.invoke(app, [*args, "entities", "get", "person", "Dana Reyes", "--json"])
+    assert [a["value"] for a in json.loads(shown.stdout)["attributes"]] == ["Lisbon"]  # the later line superseded Porto
