@@ -84,6 +84,10 @@ DEFAULT_BM25_MAX_DF = 1.0
 # most and what the client sends (amem_db/ingest_batch.py; docs/BENCHMARKS.md "Ingest batching")
 INGEST_BATCH_MAX = 64
 INGEST_PER_TRANSACTION = 4
+# memory writes per fn::amem::facts::write_many call (one transaction; surql/275_facts, at its end),
+# the most and what Facts.write_many sends (docs/BENCHMARKS.md "Batched memory writes")
+FACTS_BATCH_MAX = 256
+FACTS_PER_TRANSACTION = 16
 
 # passages kept per analysed token in a BM25 champion list (surql/315_bm25_lists): N 1,000
 # lost 0.005 nDCG@10 on SciFact and nothing on Cranfield / CISI against the engine's
@@ -92,6 +96,7 @@ BM25_LIST_SIZE = 1000
 
 RENDER_CONTEXT: dict[str, object] = {
     "ingest_batch_max": INGEST_BATCH_MAX,
+    "facts_batch_max": FACTS_BATCH_MAX,
     "default_k": DEFAULT_K,
     "max_k": MAX_K,
     "lens_slots": LENS_SLOTS,

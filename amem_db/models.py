@@ -34,6 +34,8 @@ __all__ = [
     "EntityDetail",
     "EntityPage",
     "FactHistory",
+    "FactBatch",
+    "FactBatchError",
     "FactKey",
     "FactOutcome",
     "FactOutcomeKind",
@@ -354,6 +356,33 @@ class FactWrite(_Returned):
     observed_at: datetime
     triples: list[FactOutcome]
     passages: list[str]
+
+
+class FactBatchError(_Model):
+    """A request of ``facts.write_many`` that was not stored: nothing of it was
+    written (its own transaction rolled back); ``code`` is the ``AmemError`` code."""
+
+    index: int
+    code: str
+    message: str
+
+    def exception(self) -> Exception:
+        """The typed ``AmemError`` a single ``facts.write`` of this request raises."""
+        from .errors import error_for
+
+        return error_for(self.code, self.message)
+
+
+class FactBatch(_Model):
+    """The result of ``facts.write_many``: ``writes[i]`` is request i's ``FactWrite``
+    (a replayed idempotency key gives the stored one), None where ``errors`` names it."""
+
+    writes: list[FactWrite | None]
+    errors: list[FactBatchError] = []
+    #: engine transactions the batch ran, committed or not (its groups, plus one per request of a failed group)
+    transactions: int = 0
+    facts: int = 0
+    passages: int = 0
 
 
 class FactRow(_Returned):

@@ -118,6 +118,7 @@ class SyncFacts(_Facade):
 
     prepare = _twin(Facts.prepare)
     write = _twin(Facts.write)
+    write_many = _twin(Facts.write_many)
     diff = _twin(Facts.diff)
     declare_key = _twin(Facts.declare_key)
 

@@ -100,7 +100,7 @@ def test_a_turn_becomes_one_scoped_knowledge_write():
         locomo.turn_request(t, speaker="title")
 
 
-async def test_turns_are_written_through_facts_write_once(slice_dir, db):
+async def test_turns_are_written_through_facts_write_many_once(slice_dir, db):
     cs = locomo.load_conversations(slice_dir)
     mem = Memory(db, embedder=CachedEmbedder(get_embedder("hash:384")))
     requests = [locomo.turn_request(t) for t in cs.turns]

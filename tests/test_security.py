@@ -429,6 +429,26 @@ async def test_facts_write_and_reads_are_scope_gated(world):
     assert b_view["relations"][0]["target"].endswith("bsecretco")
 
 
+async def test_facts_write_many_is_scope_gated_like_write(world):
+    """A batch runs with the caller's rights (issue 25): one request outside A's write
+    region fails the whole call and nothing of the batch is written; a permitted batch
+    reconciles with A's own rows only and reveals nothing of B."""
+    w = world
+    before = await checksum(w.root, CHECKED)
+    ok, outside = {"text": "a note from a batch"}, {"text": "hello", "scopes": ["org/b"]}
+    with pytest.raises(PermissionDenied):
+        await call(w.A, "fn::amem::facts::write_many", [ok, outside], None)
+    with pytest.raises(PermissionDenied):  # a reader cannot write a batch either
+        await call(w.conns["reader-a-team"], "fn::amem::facts::write_many", [ok], None)
+    assert await checksum(w.root, CHECKED) == before
+    shared = {"type": "person", "name": "Shared Person"}
+    out = await call(w.A, "fn::amem::facts::write_many", [
+        {"triples": [{"entity": shared, "key": "role", "value": "abatchrole"}]}, ok], None)
+    assert_no_b(w, out)
+    (b_rows,) = await w.root.query("SELECT `value`, superseded_at FROM attribute WHERE scope_keys CONTAINS 'org/b' AND key = 'role'")
+    assert b_rows == [{"value": "bsecretrole", "superseded_at": None}]
+
+
 async def test_reader_sees_only_its_subtree_and_admin_function(world):
     w = world
     r = w.conns["reader-a-team"]

@@ -8,11 +8,15 @@ validation) is decided by ``fn::amem::facts::write`` in the database.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ..constants import FACTS_BATCH_MAX
 from ..errors import InvalidInput, NotFound
 from ..fact_syntax import FACT_SYNTAX, parse_entity, parse_fact
 from .app import (
@@ -20,6 +24,7 @@ from .app import (
     as_json,
     as_of_option,
     at_instant_option,
+    err,
     json_option,
     lens_option,
     out,
@@ -49,12 +54,22 @@ async def remember(
     role: str | None = typer.Option(None, help="user | assistant | system | tool"),
     idempotency_key: str | None = typer.Option(None, "--idempotency-key", help="a repeat within 24 h returns the first answer"),
     location: str | None = typer.Option(None, "--location", metavar="LAT,LNG", help="where the facts and passages apply (recall --near / --within / --nearest)"),
+    batch: Path | None = typer.Option(None, "--batch", metavar="FILE.jsonl", help="one memory write request (JSON, the shape of mem.facts.write) a line, written in order; no other option applies"),
     json_output: bool = json_option(),
 ) -> None:
-    """Remember facts and text in one transaction (all or nothing).
+    """Remember facts and text in one transaction (all or nothing); --batch: many requests from JSONL.
 
     Example: amem-db remember "Alice is our CTO now." --fact 'person:Alice role=CTO' --fact 'person:Alice works_at->organisation:Acme'
+
+    Example: amem-db remember --batch turns.jsonl   (a line: {"text": "...", "session_id": "s1", "observed_at": "2024-05-01T09:30:00Z"})
     """
+    if batch is not None:
+        given = _optional(text=text.strip(), fact=fact, scope=scope, category=category, confidence=confidence, observed_at=observed_at,
+                          valid_from=valid_from, valid_until=valid_until, session_id=session_id, role=role,
+                          idempotency_key=idempotency_key, location=location)
+        if given:
+            raise InvalidInput(f"--batch takes every field from its lines; remove {', '.join(sorted(given))}")
+        return await remember_batch(session, batch, json_output)
     if not text.strip() and not fact:
         raise InvalidInput("nothing to remember: give text, --fact, or both")
     request = _optional(triples=[parse_fact(f) for f in fact], text=text, scopes=list(scope), category=category,
@@ -70,6 +85,56 @@ async def remember(
     if fact:
         out.print(table)
     out.print(f"write {result['write']}: {len(result['triples'])} facts, {len(result['passages'])} memory passages")
+
+
+def read_requests(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """The requests of a JSONL file as (line number, request); blank lines are skipped.
+    A line that is not a JSON object fails the whole file before anything is written."""
+    if not path.is_file():
+        raise InvalidInput(f"--batch {path}: no such file")
+    out = []
+    with path.open(encoding="utf-8") as lines:
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                request = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InvalidInput(f"--batch {path} line {n}: not JSON ({exc.msg})") from None
+            if not isinstance(request, dict):
+                raise InvalidInput(f"--batch {path} line {n}: a request is a JSON object such as {{\"text\": \"...\"}}")
+            out.append((n, request))
+    if not out:
+        raise InvalidInput(f"--batch {path}: no requests")
+    return out
+
+
+async def remember_batch(session: Session, path: Path, json_output: bool) -> None:
+    """Write a JSONL file through mem.facts.write_many, FACTS_BATCH_MAX lines per call (one
+    embedder call each); a failed line is reported with its line number and the rest go on."""
+    lines = read_requests(path)
+    mem = await session.memory()
+    written = facts = passages = 0
+    failures: list[dict[str, Any]] = []
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=False, disable=json_output) as bar:
+        task = bar.add_task("requests", total=len(lines))
+        for at in range(0, len(lines), FACTS_BATCH_MAX):
+            part = lines[at: at + FACTS_BATCH_MAX]
+            result = await mem.facts.write_many([r for _, r in part],
+                                                progress=lambda done, _total, base=at: bar.update(task, completed=base + done))
+            written += sum(1 for w in result.writes if w is not None)
+            facts, passages = facts + result.facts, passages + result.passages
+            failures += [{"line": part[e.index][0], "code": e.code, "message": e.message} for e in result.errors]
+    summary = {"requests": len(lines), "written": written, "failed": len(failures), "facts": facts, "passages": passages, "errors": failures}
+    if json_output:
+        print_json(summary)
+    else:
+        for f in failures:
+            err.print(f"[red]line {f['line']}[/] {f['code']}: {f['message']}", highlight=False)
+        out.print(f"{written} of {len(lines)} requests written: {facts} facts, {passages} memory passages; {len(failures)} failed")
+    if failures and not written:
+        raise InvalidInput(f"nothing was written: all {len(lines)} requests failed (first: line {failures[0]['line']}: {failures[0]['message']})")
 
 
 async def list_entities(

@@ -7,8 +7,9 @@ A conversation collection is a BEIR-like folder whose corpus lines carry
 (``/work/shared/datasets/locomo``, SOURCE.md there). What one run does:
 
 1. **Write, cached.** Every turn of the split's conversations goes through the
-   product's memory write path, ``mem.facts.write`` (= ``fn::amem::facts::prepare``
-   + embed + ``fn::amem::facts::write``), one write per turn (``turn_request``):
+   product's batched memory write path, ``mem.facts.write_many`` (=
+   ``fn::amem::facts::prepare`` + embed + ``fn::amem::facts::write_many``, which stores
+   each request exactly as ``fn::amem::facts::write``), one request per turn (``turn_request``):
    text ``"<speaker>: <turn text>"``, ``observed_at`` = the session's date,
    ``session_id`` = conversation + session, ``role`` = user, ``source`` =
    ``{kind: turn, ref: <turn _id>}``, one scope per conversation
@@ -236,12 +237,14 @@ async def written_turn_ids(conn: Any) -> set[str]:
     return {str(r) for r in rows or [] if r is not None}
 
 
-async def write_turns(mem: Any, requests: list[dict[str, Any]], *, batch_size: int = 32,
+async def write_turns(mem: Any, requests: list[dict[str, Any]], *, batch_size: int = 128,
                       progress: Progress | None = None) -> dict[str, Any]:
-    """Write each request through ``mem.facts.write``; per batch the texts are
-    embedded first in one model call (``mem.embedder`` is a CachedEmbedder, so
-    the write's own embedding step finds them cached). Turns already stored
-    are skipped. Any failed write raises (its own transaction left nothing)."""
+    """Write the requests through ``mem.facts.write_many`` (the product's batched write:
+    per batch one prepare round trip, one embedder call, then one transaction per group
+    of requests), in order. The texts are embedded first (``mem.embedder`` is a
+    CachedEmbedder, so write_many's own embedding step finds them cached and the
+    embedding time is reported apart). Turns already stored are skipped. Any failed
+    request raises its typed error (nothing of it was stored)."""
     done = await written_turn_ids(mem.conn)
     todo = [r for r in requests if r["source"]["ref"] not in done]
     if progress:
@@ -254,8 +257,10 @@ async def write_turns(mem: Any, requests: list[dict[str, Any]], *, batch_size: i
         t0 = time.perf_counter()
         await asyncio.to_thread(mem.embedder.embed_documents, [r["text"] for r in batch])
         t1 = time.perf_counter()
-        for r in batch:
-            passages += len((await mem.facts.write(r)).passages)
+        written = await mem.facts.write_many(batch)
+        if written.errors:
+            raise written.errors[0].exception()
+        passages += written.passages
         embed_s, engine_s = embed_s + t1 - t0, engine_s + time.perf_counter() - t1
         if progress:
             progress("turn", {"done": at + len(batch), "passages": passages})

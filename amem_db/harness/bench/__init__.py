@@ -17,7 +17,7 @@ that system's alone):
   ``ingest``) on whole documents until N chunks are stored: chunks/s with and
   without embedding time. Default sizes 1k and 10k (~40 chunks/s on 2 cores).
   At 1k and 10k chunks it also writes as many memory passages and facts
-  through ``fn::amem::facts::write`` (real vectors) and times
+  through ``fn::amem::facts::write_many`` (batched, real vectors) and times
   ``fn::amem::recall`` (hybrid, facts + passages) beside
   ``documents.query`` in that database (``recall``).
 * ``lancedb``: LanceDB, its native FTS index + exact (flat) vector search +

@@ -1,6 +1,7 @@
 """Recall latency beside documents.query, in the ``amem`` worker's database:
 after its chunks are loaded and timed, N memory passages and min(N, 10,000) facts are
-written through ``fn::amem::facts::write`` (the product's write path, with
+written through ``fn::amem::facts::write_many`` (the product's batched write path: each
+request as ``fn::amem::facts::write``, FACTS_PER_TRANSACTION requests a transaction, with
 real vectors: the bench passages' own, so nothing is embedded), then
 ``fn::amem::recall`` (hybrid, include facts and passages) and
 ``fn::amem::documents::query`` (hybrid) are timed on the same queries, one
@@ -12,40 +13,43 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from amem_db.constants import FACTS_PER_TRANSACTION
+
 from .load import Reopener, rebuild_each
 from .measure import latency_summary
 
-FACTS_PER_WRITE = 100  # facts::limits(): at most 100 triples per write
 MAX_FACTS = 10_000  # the issue's "+ 10k facts", at every size
 # 100k: ~25 min of writes on 2 cores (100k passages at ~75/s, 10k facts); not yet run
 RECALL_SIZES = (1_000, 10_000, 100_000)
 
 
 async def write_memory(db: Reopener, rows: list[dict[str, Any]], vecs: Any, model: str) -> dict[str, Any]:
-    """``len(rows)`` memory passages (one write each, the passage's text) and
-    ``min(len(rows), MAX_FACTS)`` facts (100 per write: entity ``topic/<i>``, key ``summary``,
-    value = the first 200 characters of a passage), every vector a real one; then the
+    """``len(rows)`` memory passages (one request each, the passage's text) and
+    ``min(len(rows), MAX_FACTS)`` facts (one request each: entity ``topic/<i>``, key ``summary``,
+    value = the first 200 characters of a passage), FACTS_PER_TRANSACTION requests a
+    write_many call, every vector a real one; then the
     HNSW graphs rebuilt (as after the bulk load), so recall is timed on graphs, not on
     the pending queue. ``db`` is reopened when its write-ahead log is full (bench/load.py)."""
     from amem_db.db import call
 
     n = len(rows)
+    per = FACTS_PER_TRANSACTION
     t0 = time.perf_counter()
-    for i, r in enumerate(rows):
-        conn = await db.if_wal_full() if i % 500 == 0 else db.conn
-        await call(conn, "fn::amem::facts::write",
-                   {"text": r["text"], "scopes": [], "category": "knowledge", "source": {"kind": "document", "ref": f"bench-{i}"}},
-                   {"model": model, "entities": [], "attributes": [], "passages": [vecs[i].tolist()]})
+    for at in range(0, n, per):
+        part = range(at, min(at + per, n))
+        await call(await db.if_wal_full(), "fn::amem::facts::write_many",
+                   [{"text": rows[i]["text"], "scopes": [], "category": "knowledge", "source": {"kind": "document", "ref": f"bench-{i}"}}
+                    for i in part],
+                   [{"model": model, "entities": [], "attributes": [], "passages": [vecs[i].tolist()]} for i in part])
     passage_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     nf = min(n, MAX_FACTS)
-    for at in range(0, nf, FACTS_PER_WRITE):
-        part = range(at, min(at + FACTS_PER_WRITE, nf))
-        triples = [{"entity": {"type": "topic", "name": f"topic {i}"}, "key": "summary", "value": rows[i]["text"][:200]}
-                   for i in part]
-        vectors = [vecs[i].tolist() for i in part]
-        await call(await db.if_wal_full(), "fn::amem::facts::write", {"triples": triples, "category": "knowledge"},
-                   {"model": model, "entities": vectors, "attributes": vectors, "passages": []})
+    for at in range(0, nf, per):  # one triple a request (a fact of its own entity), as a chat import writes them
+        part = range(at, min(at + per, nf))
+        await call(await db.if_wal_full(), "fn::amem::facts::write_many",
+                   [{"triples": [{"entity": {"type": "topic", "name": f"topic {i}"}, "key": "summary", "value": rows[i]["text"][:200]}],
+                     "category": "knowledge"} for i in part],
+                   [{"model": model, "entities": [vecs[i].tolist()], "attributes": [vecs[i].tolist()], "passages": []} for i in part])
     fact_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     rebuilt = await rebuild_each(db)

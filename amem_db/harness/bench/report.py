@@ -43,7 +43,7 @@ def _recall_section(res: list[dict[str, Any]], sizes: list[int]) -> list[str]:
         lines.append(f"| {n:,} + {rc['passages']:,} + {rc['facts']:,} | {_ms(a['p50'])} / {_ms(a['p95'])} | "
                      f"{_ms(b['p50'])} / {_ms(b['p95'])} | {_ratio(a['p50'], b['p50'])} | "
                      f"{rc['passages_per_s']} / {rc['facts_per_s']} |")
-    lines += ["", "Memory written through fn::amem::facts::write with real vectors (the bench passages' own); "
+    lines += ["", "Memory written through fn::amem::facts::write_many (groups of 16 requests, one passage or one fact each) with real vectors (the bench passages' own); "
               "recall includes facts and passages; both calls timed after the writes, on the same queries."]
     return lines
 

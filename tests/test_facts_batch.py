@@ -1,0 +1,365 @@
+"""Batched memory writes (issue 25 item 3): fn::amem::facts::write_many and
+mem.facts.write_many on the real engine. A batch stores exactly what the same
+requests written one by one store (rows, supersession links, uncertainty,
+idempotency, mentions), in one transaction per group; a failed group is written
+again one request at a time, so a bad request fails alone with its typed error
+and the others land; an atomic batch, or a process killed in the middle of one,
+leaves no partial request; a replayed batch changes nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from amem_db import IdempotencyConflict, InvalidInput, Memory
+from amem_db.cli import app
+from amem_db.connection import close_quietly, open_connection
+from amem_db.constants import FACTS_BATCH_MAX
+from amem_db.db import call
+from amem_db.embedding import get_embedder
+from amem_db.errors import EmbeddingMismatch
+from amem_db.migrator import Migrator
+from amem_db.models import FactBatch
+from tests.conftest import drop, make_target
+
+ROOT = Path(__file__).resolve().parent.parent
+TABLES = ["entity", "entity_name", "attribute", "attribute_fts", "relation", "memory_chunk", "memory_chunk_fts",
+          "uncertainty", "fact_key", "memory_write", "mentions"]
+
+
+def at(day: int) -> str:
+    return f"2024-01-{day:02d}T09:00:00Z"
+
+
+def attr(who: str, key: str, value, **kw) -> dict:
+    return {"entity": {"type": kw.pop("type", "person"), "name": who, **kw.pop("entity", {})}, "key": key, "value": value, **kw}
+
+
+def rel(who: str, key: str, target: str, **kw) -> dict:
+    return {"entity": {"type": "person", "name": who}, "key": key, "target": {"type": "organisation", "name": target}, **kw}
+
+
+# every reconciliation rule, in an order where later requests depend on earlier ones
+SCENARIO = [
+    {"triples": [attr("Alice Smith", "role", "CTO", entity={"aliases": ["Al"]}), rel("Alice Smith", "works_at", "Acme")],
+     "text": "Alice Smith joined Acme as CTO.", "observed_at": at(1), "idempotency_key": "first"},
+    {"triples": [attr("Alice Smith", "role", "CEO")], "observed_at": at(2)},                           # superseded
+    {"triples": [attr("Alice Smith", "role", "Chair", confidence=0.5)], "observed_at": at(3)},         # uncertain
+    {"triples": [attr("Alice Smith", "speaks", "English"), attr("Alice Smith", "speaks", "French")],
+     "observed_at": at(4)},                                                                            # coexists (multi-valued)
+    {"triples": [{"entity": {"type": "person", "name": "Alice Smith"}, "key": "works_at", "retract": True}],
+     "observed_at": at(5)},                                                                            # retracted
+    {"triples": [attr("Bob Jones", "role", "engineer", valid_from=at(20))], "observed_at": at(6)},
+    {"triples": [attr("Bob Jones", "role", "intern", valid_from=at(2))], "observed_at": at(7)},       # late
+    {"triples": [attr("Alice Smith", "role", "CTO", entity={"aliases": ["Al"]}), rel("Alice Smith", "works_at", "Acme")],
+     "text": "Alice Smith joined Acme as CTO.", "observed_at": at(1), "idempotency_key": "first"},     # replayed
+    {"triples": [attr("Alice Smith", "role", "CEO")], "observed_at": at(2)},                           # unchanged (known)
+    {"text": "Bob Jones and Al met at the Acme offsite.", "session_id": "s1", "role": "user", "observed_at": at(8)},
+    {"triples": [attr("Alice Smith", "role", "advisor")], "scopes": ["org/acme"], "observed_at": at(9)},  # other scope
+    {"triples": [rel("Bob Jones", "works_at", "Initech")], "text": "Bob moved to Initech.", "observed_at": at(10),
+     "location": {"lat": 52.37, "lng": 4.9}},
+]
+
+
+async def migrated():
+    target = make_target("batch")
+    conn = await open_connection(target)
+    await Migrator(conn).migrate()
+    mem = Memory(conn, embedder=get_embedder("hash:384"))
+    await mem.facts.declare_key("speaks")
+    return target, mem
+
+
+@pytest.fixture
+async def fresh():
+    """A migrated database of this test's own (a comparison needs identical starts)."""
+    opened = []
+
+    async def make() -> Memory:
+        target, mem = await migrated()
+        opened.append((target, mem))
+        return mem
+
+    yield make
+    for target, mem in opened:
+        await drop(mem.conn, target)
+        await close_quietly(mem.conn)
+
+
+@pytest.fixture(scope="module")
+async def mem(db):
+    return Memory(db, embedder=get_embedder("hash:384"))
+
+
+async def counts(conn) -> dict[str, int]:
+    out = {}
+    for t in TABLES:
+        (rows,) = await conn.query(f"SELECT count() FROM {t} GROUP ALL")
+        out[t] = rows[0]["count"] if rows else 0
+    return out
+
+
+def canonical(value, writes: dict[str, int]):
+    """Ids and values with each write's ULID replaced by its request index (the only
+    thing two equal stores may differ in), recursively."""
+    if isinstance(value, dict):
+        return {k: canonical(v, writes) for k, v in value.items()}
+    if isinstance(value, list):
+        return [canonical(v, writes) for v in value]
+    text = str(value) if value is not None and not isinstance(value, bool | int | float) else value
+    if isinstance(text, str):
+        for ulid, i in writes.items():
+            text = text.replace(ulid, f"<w{i}>")
+    return text
+
+
+# what differs between two equal stores besides the write ULIDs: the engine's clocks
+# (DEFAULT time::now()), random ids, and ids hashed from a passage id (which holds its ULID)
+VOLATILE = {"entity": ["recorded_at"], "uncertainty": ["id", "recorded_at", "resolved_at"], "mentions": ["id"]}
+
+
+async def snapshot(mem: Memory, write_ids: list[str | None]) -> dict:
+    """Every stored row of the memory tables, write ULIDs canonical, without VOLATILE."""
+    writes = {w: i for i, w in enumerate(write_ids) if w is not None}
+    out = {}
+    for t in TABLES:
+        (rows,) = await mem.conn.query(f"SELECT * OMIT {', '.join(['created_at', 'embedding', *VOLATILE.get(t, [])])} FROM {t}")
+        out[t] = sorted((canonical(r, writes) for r in rows), key=lambda r: json.dumps(r, sort_keys=True, default=str))
+    (vectors,) = await mem.conn.query("SELECT VALUE [<string> id, embedding] FROM attribute")
+    out["vectors"] = sorted(canonical(vectors, writes), key=str)
+    return out
+
+
+async def one_by_one(mem: Memory, requests: list[dict]) -> list[dict]:
+    return [(await mem.facts.write(r)).model_dump() for r in requests]
+
+
+# --- a batch equals the same requests one by one ------------------------------------------
+@pytest.mark.parametrize("how", ["groups of 4", "one transaction", "raw SurrealQL"])
+async def test_a_batch_stores_exactly_what_one_by_one_writes_store(fresh, how):
+    single, batched = await fresh(), await fresh()
+    expected = await one_by_one(single, SCENARIO)
+    if how == "raw SurrealQL":
+        # the stored function itself, vectors given (write's prepare + embed done per request here)
+        vectors = []
+        for r in SCENARIO:
+            p = await batched.facts.prepare(r)
+            texts = {part: [x.text for x in getattr(p, part)] for part in ("entities", "attributes", "passages")}
+            vectors.append({"model": batched.embedder.name} | {k: batched.embedder.embed_documents(v) for k, v in texts.items()})
+        from amem_db.geometry import with_polygons
+        raw = await call(batched.conn, "fn::amem::facts::write_many", [with_polygons(r) for r in SCENARIO], vectors)
+        got = [FactBatch(writes=raw).writes[i].model_dump() for i in range(len(SCENARIO))]
+    else:
+        result = await batched.facts.write_many(SCENARIO, per_transaction=4, atomic=how == "one transaction")
+        assert result.errors == [] and result.transactions == (3 if how == "groups of 4" else 1)
+        got = [w.model_dump() for w in result.writes]
+    ids_single = [w["write"] for w in expected]
+    ids_batched = [w["write"] for w in got]
+    # every outcome, with the ids it names, is the one-by-one outcome
+    assert canonical(got, {w: i for i, w in enumerate(ids_batched)}) == canonical(expected, {w: i for i, w in enumerate(ids_single)})
+    outcomes = [[t["outcome"] for t in w["triples"]] for w in got]
+    assert outcomes == [["added", "added"], ["superseded"], ["uncertain"], ["added", "coexists"], ["retracted"],
+                        ["added"], ["late"], ["added", "added"], ["unchanged"], [], ["added"], ["added"]]
+    assert got[7] == got[0]  # the replayed idempotency key returned the first response
+    # and every row, link and vector stored is the same
+    assert await snapshot(batched, ids_batched) == await snapshot(single, ids_single)
+
+
+# --- a bad request fails alone ---------------------------------------------------------------
+async def test_a_bad_request_fails_alone_with_its_typed_error_and_the_others_land(mem, db):
+    before = await counts(db)
+    requests = [
+        {"triples": [attr("Carol Batch", "role", "CFO")], "idempotency_key": "carol"},
+        {"triples": [attr("Dan Batch", "", "x")]},                                    # refused by prepare
+        {"triples": [attr("Carol Batch", "role", "CEO")], "idempotency_key": "carol"},  # refused inside the group
+        {"triples": [attr("Erin Batch", "role", "COO")], "text": "Erin runs operations."},
+    ]
+    result = await mem.facts.write_many(requests, per_transaction=8)
+    assert [(e.index, e.code) for e in result.errors] == [(1, "invalid_input"), (2, "idempotency_conflict")]
+    assert "triples[0].key must be a non-empty string" in result.errors[0].message
+    assert isinstance(result.errors[0].exception(), InvalidInput)
+    assert isinstance(result.errors[1].exception(), IdempotencyConflict)
+    assert [w is not None for w in result.writes] == [True, False, False, True]
+    # the group of three failed as a whole, then each went alone
+    assert result.transactions == 1 + 3 and (result.facts, result.passages) == (2, 1)
+    assert [a.value for a in (await mem.entities.get("person", "Carol Batch")).attributes] == ["CFO"]
+    assert await mem.entities.get("person", "Dan Batch") is None
+    assert [a.value for a in (await mem.entities.get("person", "Erin Batch")).attributes] == ["COO"]
+    after = await counts(db)
+    assert (after["attribute"] - before["attribute"], after["memory_chunk"] - before["memory_chunk"],
+            after["memory_write"] - before["memory_write"]) == (2, 1, 1)
+
+
+# --- nothing partial ---------------------------------------------------------------------------
+async def test_an_atomic_batch_that_fails_leaves_nothing(mem, db):
+    before = await counts(db)
+    good = [{"triples": [attr(f"Frank {i}", "role", "x"), rel(f"Frank {i}", "works_at", "Globex")], "text": f"Frank {i} note",
+             "idempotency_key": f"frank-{i}"} for i in range(3)]
+    with pytest.raises(IdempotencyConflict):
+        await mem.facts.write_many([*good, {**good[0], "text": "a different body"}], atomic=True)
+    with pytest.raises(InvalidInput, match=r"triples\[0\].key"):  # refused by prepare: nothing sent
+        await mem.facts.write_many([*good, {"triples": [attr("Frank", "", "x")]}], atomic=True)
+    # past validation: the last request's passage vector has the wrong size, after the
+    # first requests' rows were stored in the same transaction
+    vec = [0.1] * 384
+    ok = {"model": "hash-384", "entities": [vec, vec], "attributes": [vec], "passages": [vec]}
+    with pytest.raises(EmbeddingMismatch):
+        await call(db, "fn::amem::facts::write_many", good, [ok, ok, {**ok, "passages": [[0.1] * 5]}])
+    assert await counts(db) == before
+
+
+async def test_write_many_refuses_what_is_not_a_batch(mem, db):
+    before = await counts(db)
+    one = {"text": "a note"}
+    for requests, vectors, message in [
+        ([], None, "requests must be a list of 1 to"),
+        ("not a list", None, "requests must be a list of 1 to"),
+        ([one] * (FACTS_BATCH_MAX + 1), None, f"1 to {FACTS_BATCH_MAX} memory writes"),
+        ([one, one], [None], r"vectors must hold one entry per request \(2\), got 1"),
+    ]:
+        with pytest.raises(InvalidInput, match=message):
+            await call(db, "fn::amem::facts::write_many", requests, vectors)
+    with pytest.raises(TypeError, match="a list of memory writes"):
+        await mem.facts.write_many(one)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match=f"at most {FACTS_BATCH_MAX}"):
+        await mem.facts.write_many([one] * (FACTS_BATCH_MAX + 1), atomic=True)
+    assert await counts(db) == before
+
+
+KILLED_WRITER = """
+import asyncio, os, sys
+from amem_db.client import Memory
+async def main():
+    mem = await Memory.open(url=sys.argv[1], embedder="hash:384", migrate=True)
+    n = 0
+    while True:
+        batch = [{"triples": [{"entity": {"type": "topic", "name": f"k {n} {i}"}, "key": "a", "value": "x"},
+                              {"entity": {"type": "topic", "name": f"k {n} {i}"}, "key": "b", "value": "y"}],
+                  "text": f"passage {n} {i}", "idempotency_key": f"{n}-{i}"} for i in range(25)]
+        await mem.facts.write_many(batch, atomic=True)
+        n += 1
+        print(n, flush=True)
+asyncio.run(main())
+"""
+
+
+async def test_a_process_killed_in_a_batch_leaves_whole_requests_only(tmp_path):
+    url = f"surrealkv://{tmp_path / 'db'}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(KILLED_WRITER), url], stdout=subprocess.PIPE, env=env, text=True)
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "1", "the writer did not commit a first batch"
+        time.sleep(0.7)  # well inside a later batch (each takes seconds)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    mem = await Memory.open(url=url, embedder="hash:384")
+    try:
+        (per_write,) = await mem.conn.query(
+            "SELECT write, count() AS n FROM attribute GROUP BY write")
+        (chunks,) = await mem.conn.query("SELECT write, count() AS n FROM memory_chunk GROUP BY write")
+        (keys,) = await mem.conn.query("SELECT VALUE write FROM memory_write")
+    finally:
+        await close_quietly(mem.conn)
+    writes = {r["write"] for r in per_write}
+    assert writes and all(r["n"] == 2 for r in per_write)  # each request whole: both triples ...
+    assert {r["write"] for r in chunks} == writes and all(r["n"] == 1 for r in chunks)  # ... its passage ...
+    assert set(keys) == writes  # ... and its idempotency row
+    assert len(writes) % 25 == 0  # and whole batches: the batch was one transaction
+
+
+# --- replays -------------------------------------------------------------------------------------
+async def test_a_replayed_batch_returns_the_stored_responses_and_changes_nothing(mem, db):
+    requests = [{"triples": [attr(f"Gina {i}", "role", "lead")], "text": f"Gina {i} leads.", "idempotency_key": f"gina-{i}"}
+                for i in range(5)]
+    first = await mem.facts.write_many(requests, per_transaction=2)
+    before = await counts(db)
+    again = await mem.facts.write_many(requests, per_transaction=3)
+    assert again.model_dump() | {"transactions": 0} == first.model_dump() | {"transactions": 0}
+    assert await counts(db) == before
+    # without keys a repeat is known too: same rows, outcome unchanged, no second history row
+    plain = [{"triples": [attr(f"Hank {i}", "role", "lead")], "observed_at": at(3)} for i in range(3)]
+    await mem.facts.write_many(plain)
+    before = await counts(db)
+    repeat = await mem.facts.write_many(plain)
+    assert [w.triples[0].outcome for w in repeat.writes] == ["unchanged"] * 3
+    assert (await counts(db))["attribute"] == before["attribute"]
+
+
+def test_the_sync_client_writes_a_batch():
+    from amem_db import SyncMemory
+
+    with SyncMemory.open(url="mem://", embedder="hash:384", migrate=True) as mem:
+        done = []
+        result = mem.facts.write_many([{"text": f"note {i}"} for i in range(5)], per_transaction=2,
+                                      progress=lambda n, total: done.append((n, total)))
+        assert (result.passages, result.transactions) == (5, 3) and done == [(2, 5), (4, 5), (5, 5)]
+
+
+# --- amem-db remember --batch -------------------------------------------------------------------
+def test_remember_batch_writes_a_jsonl_file_and_names_the_failed_lines(tmp_path):
+    args = ("--url", f"surrealkv://{tmp_path / 'db'}", "--embedder", "hash:384")
+    runner = CliRunner()
+    assert runner.invoke(app, [*args, "migrate"]).exit_code == 0
+    lines = [json.dumps({"text": "Ivy Chen joined Acme.", "triples": [attr("Ivy Chen", "role", "analyst")]}), "",
+             json.dumps({"triples": [attr("Ivy Chen", "role", "manager")]}),
+             json.dumps({"triples": [attr("Ivy Chen", "", "x")]})]
+    path = tmp_path / "turns.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    done = runner.invoke(app, [*args, "remember", "--batch", str(path), "--json"])
+    assert done.exit_code == 0, done.output
+    summary = json.loads(done.stdout)
+    assert {k: summary[k] for k in ("requests", "written", "failed", "facts", "passages")} == {
+        "requests": 3, "written": 2, "failed": 1, "facts": 2, "passages": 1}
+    assert summary["errors"] == [{"line": 4, "code": "invalid_input", "message": "triples[0].key must be a non-empty string"}]
+    shown = runner.invoke(app, [*args, "entities", "get", "person", "Ivy Chen", "--json"])
+    assert [a["value"] for a in json.loads(shown.stdout)["attributes"]] == ["manager"]
+    text = runner.invoke(app, [*args, "remember", "--batch", str(path)])
+    assert "2 of 3 requests written" in text.stdout and "line 4" in text.stderr
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "fine"}\n[1, 2]\n')
+    refused = runner.invoke(app, [*args, "remember", "--batch", str(bad)])
+    assert refused.exit_code == 1 and "line 2: a request is a JSON object" in refused.stderr
+    mixed = runner.invoke(app, [*args, "remember", "--batch", str(path), "--scope", "org/x"])
+    assert mixed.exit_code == 1 and "--batch takes every field from its lines" in mixed.stderr
+
+
+# --- the short-text path of a write's passages --------------------------------------------------
+_CHARS = st.sampled_from(["a", "Z", "é", "漢", "😀", " ", "  ", "\n", "\n\n", "\t", "\u00a0", "\u2003", "\u200b", ".", "-", "word"])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.lists(_CHARS, min_size=1, max_size=120).map("".join), min_size=1, max_size=20),
+       size=st.sampled_from([50, 60, 800]))
+async def test_facts_split_is_chunk_split(db, texts, size):
+    """fn::amem::facts::split returns a short text whole without walking it: always what chunk::split returns."""
+    overlap = size // 5
+    (fast, slow) = await db.query("RETURN $ts.map(|$t| fn::amem::facts::split($t, $s, $o)); RETURN $ts.map(|$t| fn::amem::chunk::split($t, [], $s, $o));",
+                                  {"ts": texts, "s": size, "o": overlap})
+    keys = ("text", "position", "char_start", "char_end")
+    assert [[{k: c[k] for k in keys} for c in cs] for cs in fast] == [[{k: c[k] for k in keys} for c in cs] for cs in slow]
+
+
+def test_the_readme_batch_example_runs_as_printed(tmp_path):
+    readme = (ROOT / "README.md").read_text()
+    line = next(ln for ln in readme.splitlines() if ln.startswith("amem-db remember --batch examples/"))
+    command, printed = (part.strip() for part in line.split("#", 1))
+    args = ("--url", f"surrealkv://{tmp_path / 'db'}", "--embedder", "hash:384")
+    runner = CliRunner()
+    assert runner.invoke(app, [*args, "migrate"]).exit_code == 0
+    done = runner.invoke(app, [*args, *command.split()[1:]])
+    assert done.exit_code == 0 and done.stdout.strip() == printed, done.output
+    shown = runner.invoke(app, [*args, "entities", "get", "person", "Dana Reyes", "--json"])
+    assert [a["value"] for a in json.loads(shown.stdout)["attributes"]] == ["Lisbon"]  # the later line superseded Porto
