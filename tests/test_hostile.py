@@ -527,3 +527,105 @@ def cli_problem(result) -> str:
     if result.exit_code == 1 and not re.search(r"error \([a-z_]+\): ", text) and "failed" not in text:
         return f"exit 1 without a typed error line: {text.strip()[-200:]}"
     return ""
+
+
+# --- issue 27: the findings of the hostile pass on the memory half, one test each ----------
+PERSON = {"type": "person", "name": "Hostile Hana"}
+
+
+def fact(value=None, **triple):
+    return {"triples": [{"entity": PERSON, "key": "k", "value": value, **triple}]}
+
+
+YEARS_OUT = ["0000-01-01", "0000-12-31T23:59:59Z", "0001-01-01T00:30:00+01:00"]
+
+
+async def test_time_options_outside_the_years_name_the_field(env):
+    """Item 4: a year the database cannot hold is a typed error naming the option, for every
+    time option (no 'Could not cast ... 0-02-01')."""
+    a = env["a"]
+    cases = [("observed_at", "fn::amem::facts::prepare", lambda v: ({"text": "t", "observed_at": v},)),
+             ("valid_from", "fn::amem::facts::prepare", lambda v: ({"text": "t", "valid_from": v},)),
+             ("triples[0].valid_until", "fn::amem::facts::prepare", lambda v: (fact("x", valid_until=v),)),
+             ("t1", "fn::amem::facts::diff", lambda v: (v, "2024-01-01", None))]
+    cases += [(k, "fn::amem::entities::get", lambda v, k=k: ("person", "x", {k: v})) for k in ["asOf", "validAt", "validFrom", "validUntil"]]
+    cases += [("validDuring[0]", "fn::amem::entities::history", lambda v: ("person", "x", "k", {"validDuring": [v, "2024-01-01"]})),
+              ("asOf", "fn::amem::recall", lambda v: ("x", None, {"mode": "bm25", "asOf": v})),
+              ("now", "fn::amem::recall", lambda v: ("x", None, {"mode": "bm25", "now": v})),
+              ("since", "fn::amem::traces::list", lambda v: ({"since": v},))]
+    for field, fn, args in cases:
+        for v in YEARS_OUT:
+            with pytest.raises(InvalidInput, match=re.escape(field) + " must lie in the years 0001 to 9999"):
+                await call(a, fn, *args(v))
+    # the edges of the range still work
+    await call(a, "fn::amem::facts::prepare", {"text": "t", "observed_at": "0001-01-01", "valid_until": "9999-12-31T23:59:59Z"})
+
+
+async def test_numbers_render_as_a_person_writes_them(env):
+    """Item 5: the stored fact text and error messages: 1.5 not 1.5f, 0 not -0f, 1e-300 not 300 digits."""
+    a = env["a"]
+    for value, shown in ((1.5, "1.5"), (-0.0, "0"), (1e-300, "1e-300"), (42, "42"), (3.0, "3"), (-2.5e-7, "-2.5e-7"),
+                         (1e21, "1e21"), (123456.25, "123456.25"), (True, "true")):
+        p = await call(a, "fn::amem::facts::prepare", fact(value))
+        assert [x["text"] for x in p["attributes"]] == [f"Hostile Hana: k = {shown}"], value
+    with pytest.raises(InvalidInput, match=r"got 91$"):
+        await call(a, "fn::amem::geo::stored", {"lat": 91.0, "lng": 0}, "location")
+    with pytest.raises(InvalidInput, match=r"got 0\.5$"):
+        await call(a, "fn::amem::recall", "x", None, {"mode": "bm25", "location": {"nearest": {"lat": 0, "lng": 0, "k": 0.5}}})
+
+
+async def test_invisible_and_control_characters_are_refused_naming_the_field(env):
+    """Item 6: NUL in a key, value, text or query; bidi overrides in a key or name; a name of
+    zero-width characters only; a 1,000-character entity type."""
+    a = env["a"]
+    cases = [
+        ("triples[0].key holds a NUL", "fn::amem::facts::prepare", (fact("v", key="a\x00b"),)),
+        ("triples[0].value holds a NUL", "fn::amem::facts::prepare", (fact("a\x00b"),)),
+        ("text holds a NUL", "fn::amem::facts::prepare", ({"text": "hello\x00world"},)),
+        ("query holds a NUL", "fn::amem::recall", ("a\x00b", None, {"mode": "bm25"})),
+        ("query holds a NUL", "fn::amem::documents::query", ("a\x00b", None, {"mode": "bm25"})),
+        ("triples[0].key holds a bidirectional", "fn::amem::facts::prepare", (fact("v", key="role\u202egnp"),)),
+        ("triples[0].entity.name holds a bidirectional", "fn::amem::facts::prepare",
+         ({"triples": [{"entity": {"type": "person", "name": "Eve\u2066x"}, "key": "k", "value": "v"}]},)),
+        ("triples[0].entity.name has no visible character", "fn::amem::facts::prepare",
+         ({"triples": [{"entity": {"type": "person", "name": "\u200b\u200d\ufeff"}, "key": "k", "value": "v"}]},)),
+        ("triples[0].key has no visible character", "fn::amem::facts::prepare", (fact("v", key="\u200b\u2060"),)),
+        ("triples[0].entity.aliases[1] holds a NUL", "fn::amem::facts::prepare",
+         ({"triples": [{"entity": {"type": "person", "name": "Al", "aliases": ["ok", "b\x00"]}, "key": "k", "value": "v"}]},)),
+        ("triples[0].entity.type is longer than 100", "fn::amem::facts::prepare",
+         ({"triples": [{"entity": {"type": "t" * 1000, "name": "Al"}, "key": "k", "value": "v"}]},)),
+    ]
+    for message, fn, args in cases:
+        with pytest.raises(InvalidInput, match=re.escape(message)):
+            await call(a, fn, *args)
+    # what stays allowed: joiners inside a name (emoji, scripts), RTL text itself, long free text
+    ok = await call(a, "fn::amem::facts::prepare", {"triples": [{"entity": {"type": "person", "name": "👩\u200d💻 مریم"},
+                                                                 "key": "role", "value": "مهندس"}]})
+    assert ok["attributes"][0]["text"].startswith("👩\u200d💻 مریم")
+
+
+async def test_raw_writes_obey_the_scope_path_rules(env):
+    """Item 7: a record user's raw CREATE / UPDATE with a "." / ".." scope segment is refused by
+    the field ASSERT (as the functions refuse it), on every table that carries scopes."""
+    from amem_db.errors import from_engine_error
+
+    a, root = env["a"], env["root"]
+    names = await tables(root)
+    before = await checksum(root, names)
+    for bad in (["org/a/../b"], ["org/a/."], ["org/a", "./org/a"], ["org/a/x y"]):
+        for sql in ("CREATE document SET scopes = $s, text = 'x', mime_type = 'text/plain', content_hash = 'h'",
+                    "CREATE memory_chunk SET scopes = $s, text = 'x', write = 'w', char_start = 0, char_end = 1, position = 0",
+                    "UPDATE document SET scopes = $s"):
+            with pytest.raises(Exception) as err:
+                await a.query(sql, {"s": bad})
+            typed = from_engine_error(err.value)
+            assert isinstance(typed, InvalidInput) and "scopes" in str(typed), (sql, bad, err.value)
+    assert await checksum(root, names) == before
+    # every table with a scopes field carries the ASSERT (a table added later must join surql/100_scope)
+    (info,) = await root.query("INFO FOR DB")
+    missing = []
+    for t in sorted(info["tables"]):
+        (ti,) = await root.query(f"INFO FOR TABLE {t}")
+        if "scopes" in ti["fields"] and "fn::amem::scope::stored_paths" not in ti["fields"]["scopes"]:
+            missing.append(t)
+    assert missing == []
