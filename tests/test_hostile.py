@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from amem_db.db import call
 from amem_db.embedding import get_embedder
-from amem_db.errors import AmemError, InvalidInput
+from amem_db.errors import AmemError, InvalidInput, ServerError
 from amem_db.ingest import Item, ingest_items
 
 DIM = 384
@@ -64,7 +64,10 @@ vector = st.one_of(st.none(), hostile,
 QUERY_KEYS = ["mode", "k", "threshold", "vectorWeight", "rrfK", "filter", "lens", "expandContext", "useHyde",
               "decomposeQuery", "useReranker", "caller", "embeddingModel", "graphAlpha", "graphDepth", "expandGraph", "graphEdges",
               "asOf", "atInstant", "validAt", "reranker", "rerankDepth", "rerankMix", "hydeEmbedding", "subQueries", "skipped",
-              "bm25MaxDf"]
+              "bm25MaxDf",
+              # issue 27: options the lists lacked
+              "location", "feedback", "pageSize", "cursor", "fusion", "identifierVectorWeight", "validDuring", "validFrom",
+              "validUntil", "queryWindow", "strictWindow", "windowWeight", "now"]
 query_opts = st.one_of(hostile, st.dictionaries(st.sampled_from(QUERY_KEYS), st.one_of(
     hostile, lens, st.sampled_from(["hybrid", "vector", "bm25", "hybrid_graph"]),
     st.fixed_dictionaries({}, optional={"mimeType": hostile, "documentIds": st.one_of(hostile, st.lists(st.sampled_from(INJECTIONS), max_size=5)), "x": hostile})),
@@ -81,10 +84,32 @@ time_opts = st.dictionaries(st.sampled_from([*TIME_KEYS, "lens"]), st.one_of(ins
 RECALL_KEYS = ["mode", "k", "include", "lens", "labels", "threshold", "vectorWeight", "graphWeight", "rrfK", "graphDepth",
                "expandContext", "caller", "embeddingModel", "bogus", *TIME_KEYS,
                "reuse", "reuseMaxAge", "confidenceFloor", "hydeEmbedding", "ladder",  # the tier ladder (surql/455_tiers)
-               "pageSize", "cursor", "feedback"]
+               "pageSize", "cursor", "feedback",
+               # issue 27: options the list lacked
+               "location", "fusion", "queryWindow", "strictWindow", "windowWeight", "now", "useHyde", "skipped"]
 recall_opts = st.one_of(hostile, st.dictionaries(st.sampled_from(RECALL_KEYS), st.one_of(
     hostile, lens, st.sampled_from(["hybrid", "vector", "bm25", "graph"]), st.lists(st.sampled_from(["facts", "passages", "x"]), max_size=3)),
     max_size=6))
+# Options combined, not one at a time (issue 27 item 2: a geo filter broke recall only when the
+# query also named a known entity): well-formed values of several options at once, with the
+# entity the env fixture wrote (HARBOUR) named in the query, plus a hostile value now and then.
+HARBOUR = "Harbour Master Hal"
+locations = st.sampled_from([
+    {"near": {"lat": 60.0, "lng": 5.0, "radiusKm": 100}}, {"within": "POLYGON((0 55, 10 55, 10 65, 0 65, 0 55))"},
+    {"nearest": {"lat": 60.0, "lng": 5.0, "k": 5}}, {"near": {"lat": 60.0, "lng": 5.0, "radiusKm": 5000}, "nearest": {"lat": 1, "lng": 2}},
+    {"within": {"type": "Polygon", "coordinates": [[[0, 55], [10, 55], [10, 65], [0, 65], [0, 55]]]}, "nearest": {"lat": 60, "lng": 5, "weight": 1}}])
+named_query = st.sampled_from([f"{HARBOUR} post", f"what does {HARBOUR} keep", f"{HARBOUR}'s post and the return policy", "return policy"])
+combined_opts = st.fixed_dictionaries({"location": locations}, optional={
+    "mode": st.sampled_from(["hybrid", "bm25", "vector", "graph"]), "k": st.integers(min_value=1, max_value=30),
+    "asOf": st.sampled_from(["2030-01-01", "2000-01-01T00:00:00Z"]), "now": st.sampled_from(["2030-01-01", "1999-12-31"]),
+    "queryWindow": st.one_of(st.sampled_from(["last week", "2024", None]), hostile), "strictWindow": st.booleans(),
+    "windowWeight": st.floats(min_value=0, max_value=1), "fusion": st.sampled_from(["rrf", "linear", "dbsf", "x"]),
+    "lens": st.sampled_from([None, [["org/a"]], [["org/b"]], [["org"]]]), "include": st.sampled_from([["facts"], ["passages"], ["facts", "passages"]]),
+    "graphDepth": st.integers(min_value=1, max_value=3), "feedback": st.booleans(), "pageSize": st.integers(min_value=1, max_value=5)})
+harbour_vector = st.just(get_embedder("hash:384").embed_query(HARBOUR))
+combined_recall = st.tuples(named_query, st.one_of(harbour_vector, st.none()), combined_opts)
+combined_query = st.tuples(named_query, st.one_of(harbour_vector, st.none()), combined_opts.map(
+    lambda o: {k: v for k, v in o.items() if k not in ("include", "graphDepth", "queryWindow", "strictWindow", "windowWeight", "now")}))
 entity_ref = st.one_of(hostile, st.fixed_dictionaries({"type": st.one_of(hostile, st.sampled_from(["person", "org"])),
                                                        "name": st.one_of(hostile, st.text(max_size=30))}))
 triple = st.one_of(hostile, st.fixed_dictionaries({"entity": entity_ref, "key": st.one_of(hostile, st.text(max_size=20))}, optional={
@@ -117,7 +142,7 @@ FUNCTIONS = {  # name -> strategy of the argument tuple
     "fn::amem::documents::chunks": st.tuples(hostile, page_opts),
     "fn::amem::documents::delete": st.tuples(hostile),
     "fn::amem::documents::source_of": st.tuples(hostile),
-    "fn::amem::documents::query": st.tuples(st.one_of(st.text(max_size=200), hostile), vector, query_opts),
+    "fn::amem::documents::query": st.one_of(st.tuples(st.one_of(st.text(max_size=200), hostile), vector, query_opts), combined_query),
     "fn::amem::versions::of": st.tuples(hostile),
     "fn::amem::keywords::normalise": st.tuples(hostile),
     "fn::amem::keywords::for_document": st.tuples(hostile, lens),
@@ -148,7 +173,7 @@ FUNCTIONS = {  # name -> strategy of the argument tuple
         "within": st.one_of(hostile, st.sampled_from(["POLYGON((0 0, 1 0, 1 1, 0 0))", "POLYGON((0 0, 1 1, 1 0, 0 1, 0 0))", "POLYGON((0 0, 1 0))"])),
         "nearest": st.one_of(hostile, st.fixed_dictionaries({"lat": hostile, "lng": hostile, "k": hostile}))}))),
     "fn::amem::entities::list": st.tuples(page_opts),
-    "fn::amem::recall": st.tuples(st.one_of(st.text(max_size=200), hostile), vector, recall_opts),
+    "fn::amem::recall": st.one_of(st.tuples(st.one_of(st.text(max_size=200), hostile), vector, recall_opts), combined_recall),
     # index maintenance (surql/060_maintain): operator-only writes, refused for anybody else
     "fn::amem::maintain::status": st.tuples(st.one_of(st.floats(), hostile), st.one_of(small_int, hostile)),
     "fn::amem::maintain::known": st.tuples(hostile),
@@ -228,6 +253,10 @@ async def _ingest_both(root, a, b) -> dict:
                                   "mime_type": "text/markdown", "source": f"d{i}.md"}) for i in range(3)]
         rep = await ingest_items(conn, emb, items)
         assert all(r.status == "added" for r in rep.results)
+        # a known, located entity both tenants name: what the combined options aim at
+        await call(conn, "fn::amem::facts::write", {"triples": [{"entity": {"type": "person", "name": HARBOUR}, "key": "post",
+                                                                   "value": f"pier {t}"}],
+                                                     "text": f"{HARBOUR} keeps pier {t}.", "location": {"lat": 60.0, "lng": 5.0}}, None)
     return {"root": root, "a": a, "b": b}
 
 
@@ -325,12 +354,27 @@ async def hostile_call(conn, fn: str, args: tuple, who: str, counts: dict, failu
         counts["typed_errors"] += 1
         if str(exc).startswith("the database refused a value"):  # a schema error: validation missed it
             failures.append((fn, who, repr(args)[:300], f"unvalidated: {exc}"))
+        elif type(exc) is ServerError:  # the engine failed on something no check caught (issue 27 item 2)
+            failures.append((fn, who, repr(args)[:300], f"untyped engine error: {exc}"))
     except ValueError as exc:  # refused by the client before sending (int outside 64 bits...)
         counts["typed_errors"] += 1
         assert "64-bit" in str(exc) or "JSON" in str(exc), exc
     except Exception as exc:
         failures.append((fn, who, repr(args)[:300], f"{type(exc).__name__}: {str(exc)[:300]}"))
     return False
+
+
+async def test_combined_options_never_fail_untyped(env):
+    """The combined-options generator on its own, in the default suite: recall and
+    documents.query with a geo filter and a named entity (and other options at once) as
+    each principal; every call succeeds or fails typed (issue 27 item 2 failed them all)."""
+    counts = {"ok": 0, "typed_errors": 0}
+    failures: list = []
+    for i, (fn, strategy) in enumerate([("fn::amem::recall", combined_recall), ("fn::amem::documents::query", combined_query)]):
+        for j, args in enumerate(generate(strategy, 30)):
+            await hostile_call(env[("a", "root", "b")[(i + j) % 3]], fn, args, "", counts, failures)
+    assert failures == [], "\n".join(f"{f[0]} {f[2][:200]}: {f[3][:200]}" for f in failures[:10])
+    assert counts["ok"] >= 20, counts  # mostly well-formed: the calls get past validation
 
 
 # --- input limits ---------------------------------------------------------------------
