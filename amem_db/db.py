@@ -70,6 +70,8 @@ def _mapped(exc: BaseException) -> BaseException:
     # timeout errors of the transport it wraps; anything else is a bug: as is
     if isinstance(exc, UnicodeEncodeError):  # the SDK could not encode a parameter: bad input, not a bug
         return InvalidInput.from_unicode(exc)
+    if isinstance(exc, RecursionError):  # the SDK's encoder recurses per nesting level (issue 27 item 8)
+        return InvalidInput("an argument nests lists/objects too deeply to send (Python's recursion limit); flatten the input")
     typed = from_engine_error(exc)
     if typed is exc and isinstance(exc, OSError):
         return TransportError(f"the request to the database did not complete: {exc}")

@@ -673,3 +673,44 @@ async def test_raw_writes_obey_the_scope_path_rules(env):
         if "scopes" in ti["fields"] and "fn::amem::scope::stored_paths" not in ti["fields"]["scopes"]:
             missing.append(t)
     assert missing == []
+
+
+async def test_item_8_small_fixes(env):
+    """Item 8, the small ones (decisions in docs/SECURITY.md): each a typed, accurate error
+    or the behaviour the documentation promised."""
+    from amem_db.connection import Target
+    from amem_db.doctor import run_doctor
+    from amem_db.errors import PermissionDenied
+    from amem_db.maintain import maintain
+
+    a, root = env["a"], env["root"]
+    # options nested 500 deep: a typed error, not RecursionError
+    with pytest.raises(InvalidInput, match="nests"):
+        await call(a, "fn::amem::recall", "x", None, nest(500, "dict"))
+    # `remember --location abc` is not told about WKT polygons
+    with pytest.raises(InvalidInput, match='location "abc" is not a location') as err:
+        await call(a, "fn::amem::geo::stored", "abc", "location")
+    assert "WKT" not in str(err.value)
+    # the validDuring message shows the value
+    with pytest.raises(InvalidInput, match="2024-03-01"):
+        await call(a, "fn::amem::entities::get", "person", "x", {"validDuring": ["2024-03-01", "2024-01-01"]})
+    with pytest.raises(InvalidInput, match=r"got \['2024-03-01'\]"):
+        await call(a, "fn::amem::entities::get", "person", "x", {"validDuring": ["2024-03-01"]})
+    # an idempotent retry that spells a default out (observed_at=None) is the same request
+    body = {"triples": [{"entity": PERSON, "key": "desk", "value": "d7"}], "idempotency_key": "item8-retry"}
+    first = await call(a, "fn::amem::facts::write", body, None)
+    again = await call(a, "fn::amem::facts::write", {**body, "observed_at": None, "labels": None,
+                                                     "triples": [{**body["triples"][0], "valid_from": None}]}, None)
+    assert again["write"] == first["write"]
+    # doctor with a credential: one typed line, not NotAllowedError
+    with pytest.raises(PermissionDenied, match="operator"):
+        await run_doctor(a, Target(url="ws://unused", ns="x", db="y"))
+    # a build that died, then --reset: the next maintain rebuilds it whatever its share
+    await call(root, "fn::amem::maintain::begin", "memory_chunk_embedding")
+    assert await call(root, "fn::amem::maintain::reset", "memory_chunk_embedding") is True
+    (row,) = [s for s in await call(root, "fn::amem::maintain::status", 1.0, 10**9) if s["index"] == "memory_chunk_embedding"]
+    assert row["due"] is True  # share 1.0 and 10^9 rows would never make it due by themselves
+    report = await maintain(root, threshold=1.0, min_rows=10**9, indexes=["memory_chunk_embedding"])
+    assert [r.index for r in report.rebuilt] == ["memory_chunk_embedding"]
+    (row,) = [s for s in await call(root, "fn::amem::maintain::status", 1.0, 10**9) if s["index"] == "memory_chunk_embedding"]
+    assert row["due"] is False
