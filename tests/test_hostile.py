@@ -714,3 +714,26 @@ async def test_item_8_small_fixes(env):
     assert [r.index for r in report.rebuilt] == ["memory_chunk_embedding"]
     (row,) = [s for s in await call(root, "fn::amem::maintain::status", 1.0, 10**9) if s["index"] == "memory_chunk_embedding"]
     assert row["due"] is False
+
+
+async def test_purge_redacts_the_traces_that_returned_the_record(env):
+    """Item 8, decided: after a purge no trace (nor feedback) of anybody still holds the
+    query that found the purged record (its words may be what was forgotten)."""
+    a, root = env["a"], env["root"]
+    w = await call(a, "fn::amem::facts::write", {"triples": [{"entity": {"type": "person", "name": "Quillon Vexford"},
+                                                               "key": "codename", "value": "zanzibarite"}]}, None)
+    rid = w["triples"][0]["id"]
+    res = await call(a, "fn::amem::recall", "Quillon Vexford zanzibarite codename", None, {"mode": "bm25", "include": ["facts"]})
+    trace = res["trace"]["id"]
+    assert rid in [h["id"] for h in res["hits"]]
+    await call(a, "fn::amem::traces::feedback", trace, rid, "useful")
+    other = await call(a, "fn::amem::recall", "return policy refunds", None, {"mode": "bm25"})  # returns no fact of Quillon
+    await call(root, "fn::amem::forget", {"ids": [rid], "purge": True})
+    (mine, fb, kept) = await a.query(
+        "SELECT query, query_embedding, redacted_at FROM type::record($t); SELECT query, query_norm FROM trace_feedback WHERE trace = $t;"
+        "SELECT VALUE query FROM type::record($o)", {"t": trace, "o": other["trace"]["id"]})
+    assert mine[0]["query"] == "" and mine[0].get("query_embedding") is None and mine[0]["redacted_at"] is not None
+    assert fb and all(f["query"] == "" and f["query_norm"] == "" for f in fb)
+    assert kept == ["return policy refunds"]  # a trace that never returned it keeps its query
+    (words,) = await root.query("SELECT VALUE id FROM retrieval_trace WHERE string::contains(query, 'zanzibarite')")
+    assert words == []
