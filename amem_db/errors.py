@@ -278,6 +278,9 @@ def not_migrated(fn: str) -> NotMigrated:
 _FN_DENIED = re.compile(r"You don't have permission to run the (fn::[\w:]+) function")
 _BAD_ARGUMENT = re.compile(r"Incorrect arguments for function (?P<fn>fn::amem::[\w:]+)\(\)\. (?P<why>.*)", re.S)
 _BAD_FIELD = re.compile(r"Couldn't coerce value for field `[^`]+` of `[^`]*`: .*", re.S)
+# found by the hostile fuzzer once an untyped ServerError counted as a finding (issue 27)
+_BAD_ID = re.compile(r"Found .{0,200}? for the Record ID but this is not a valid id", re.S)
+_TOO_BIG = re.compile(r"Output must not exceed \d+ bytes")
 # 3.2.4: "There was a problem with the key-value store: Transaction conflict: Write
 # conflict, retry the transaction. This transaction can be retried"
 _CONFLICT = re.compile(r"Transaction conflict|Write conflict|This transaction can be retried", re.I)
@@ -297,6 +300,13 @@ def from_engine_text(text: str) -> AmemError | None:
     if typed is None and (m := _BAD_ARGUMENT.search(text)):
         # the engine checked a declared parameter type of one of our functions
         typed = InvalidInput(f"{m['fn']}: {m['why'].strip()}")
+    if typed is None and (m := _BAD_ID.search(text)):
+        # an id that names no record ('⟨⟩', an empty key): the engine refuses to build it
+        typed = InvalidInput(f"not a valid record id: {m[0].strip()}")
+    if typed is None and _TOO_BIG.search(text):
+        # a built-in string / array function refused to produce more than 1 MiB (docs/ENGINE-ISSUES.md #14)
+        typed = InvalidInput("an argument is too large for the database's string and array functions "
+                             "(their output is capped at 1 MiB); send less text")
     if typed is None and "RecursionLimitExceeded" in text:
         # the engine refuses to decode a request nested too deeply (before any function runs)
         typed = InvalidInput("the request nests lists/objects too deeply for the database to decode; flatten the input")
