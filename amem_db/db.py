@@ -5,17 +5,46 @@ Every stored-function call of the client goes through ``call`` or
 ``AmemError`` tree (``errors.py``): an amem THROW code to its class, a missing
 ``fn::amem::*`` function to ``NotMigrated``, anything else to
 ``TransportError`` (may retry) or ``ServerError`` (don't).
+
+A ``WriteConflict`` (two transactions wrote the same records at once; the
+engine aborted one, applying nothing of it) is retried here, with bounded
+exponential backoff and full jitter (``WRITE_RETRY``), before it is raised.
+That is safe: the aborted transaction left nothing behind, and a memory write
+repeated after an unseen commit is answered from its idempotency row
+(``idempotency_key``, docs/SECURITY.md "Concurrent writers").
 """
 
 from __future__ import annotations
 
+import asyncio
+import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from surrealdb import RecordID
 
-from .errors import InvalidInput, TransportError, from_engine_error, server_error
+from .errors import InvalidInput, TransportError, WriteConflict, from_engine_error, server_error
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently a call is repeated after a ``WriteConflict``:
+    at most ``attempts`` tries in all; before try n+1 a sleep drawn uniformly from
+    [0, min(cap_s, base_s * 2**n)] ("full jitter": writers that collided once do
+    not collide again in step)."""
+
+    attempts: int = 12
+    base_s: float = 0.02
+    cap_s: float = 1.0
+
+    def delay(self, attempt: int) -> float:
+        return random.uniform(0.0, min(self.cap_s, self.base_s * 2 ** attempt))
+
+
+#: the client's policy: at most 12 tries, at most ~7.6 s of sleeping in all (expected ~3.8 s)
+WRITE_RETRY = RetryPolicy()
 
 
 def plain(value: Any) -> Any:
@@ -41,22 +70,31 @@ def _mapped(exc: BaseException) -> BaseException:
     # timeout errors of the transport it wraps; anything else is a bug: as is
     if isinstance(exc, UnicodeEncodeError):  # the SDK could not encode a parameter: bad input, not a bug
         return InvalidInput.from_unicode(exc)
+    if isinstance(exc, RecursionError):  # the SDK's encoder recurses per nesting level (issue 27 item 8)
+        return InvalidInput("an argument nests lists/objects too deeply to send (Python's recursion limit); flatten the input")
     typed = from_engine_error(exc)
     if typed is exc and isinstance(exc, OSError):
         return TransportError(f"the request to the database did not complete: {exc}")
     return typed
 
 
-async def call(conn: Any, fn: str, *args: Any) -> Any:
-    """``RETURN fn::...($a0, $a1, ...)`` with the arguments as parameters."""
-    try:
-        (result,) = await conn.query(call_sql(fn, len(args)), {f"a{i}": a for i, a in enumerate(args)})
-    except Exception as exc:
-        typed = _mapped(exc)
-        if typed is exc:
-            raise
-        raise typed from exc
-    return plain(result)
+async def call(conn: Any, fn: str, *args: Any, retry: RetryPolicy | None = None) -> Any:
+    """``RETURN fn::...($a0, $a1, ...)`` with the arguments as parameters; a
+    ``WriteConflict`` is retried under ``retry`` (default ``WRITE_RETRY``)."""
+    policy = retry or WRITE_RETRY
+    for attempt in range(policy.attempts):
+        try:
+            (result,) = await conn.query(call_sql(fn, len(args)), {f"a{i}": a for i, a in enumerate(args)})
+            return plain(result)
+        except Exception as exc:
+            typed = _mapped(exc)
+            if isinstance(typed, WriteConflict) and attempt + 1 < policy.attempts:
+                await asyncio.sleep(policy.delay(attempt))
+                continue
+            if typed is exc:
+                raise
+            raise typed from exc
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 async def call_each(conn: Any, fn: str, arg_lists: Sequence[tuple[Any, ...]]) -> list[tuple[bool, Any]]:
@@ -85,11 +123,18 @@ async def call_each(conn: Any, fn: str, arg_lists: Sequence[tuple[Any, ...]]) ->
         message = err.get("message", str(err)) if isinstance(err, dict) else str(err)
         raise server_error(message, kind=err.get("kind") if isinstance(err, dict) else None)
     out: list[tuple[bool, Any]] = []
-    for stmt in raw["result"]:
+    for args, stmt in zip(arg_lists, raw["result"], strict=True):
         ok = stmt.get("status") == "OK"
         if not ok:
             typed = server_error(str(stmt.get("result")), kind=stmt.get("kind"))
             if typed.code == "not_migrated":
                 raise typed
+            if isinstance(typed, WriteConflict):
+                # its own transaction was aborted, nothing applied: try that one again, alone
+                try:
+                    out.append((True, await call(conn, fn, *args)))
+                except WriteConflict as again:
+                    out.append((False, str(again)))
+                continue
         out.append((ok, plain(stmt.get("result")) if ok else str(stmt.get("result"))))
     return out

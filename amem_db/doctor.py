@@ -20,6 +20,7 @@ from surrealdb import RecordID
 from .connection import Target
 from .constants import MAINTAIN_MIN_ROWS, MAINTAIN_THRESHOLD
 from .db import plain
+from .errors import PermissionDenied
 from .maintain import status as index_status
 from .models import DoctorCheck, DoctorReport
 
@@ -196,7 +197,13 @@ async def _guarded(name: str, check: Check) -> DoctorCheck:
 
 
 async def run_doctor(conn: Any, target: Target) -> DoctorReport:
-    """Every check; canaries in a throwaway database that is removed before returning."""
+    """Every check; canaries in a throwaway database that is removed before returning.
+    Operator only: a credential (record user) may not define the scratch database, and
+    is told so instead of an engine NotAllowedError (issue 27 item 8)."""
+    (auth,) = await conn.query("RETURN $auth")
+    if auth is not None:
+        raise PermissionDenied("amem-db doctor is for the database operator (root, namespace or database user): "
+                               "its canaries define and remove a scratch database, which a credential (--key) may not")
     engine = str(await conn.version())
     checks = [DoctorCheck(name="engine_version", status="ok",
                           finding=f"{engine}" + ("" if engine == MEASURED_ON else f" (amem-db's workarounds were measured on {MEASURED_ON}: the canaries decide)"))]

@@ -10,7 +10,11 @@ The tree is closed: everything the client raises on purpose is an
 API). Engine failures that are not one of our codes split the way the
 surrealdb SDK splits them: ``TransportError`` (the request may not have
 reached the database; retrying may succeed) and ``ServerError`` (the database
-decided; retrying the same request will not help).
+decided; retrying the same request will not help), with one exception:
+``WriteConflict``, a ``ServerError`` that is ``retryable``: the engine aborted a
+transaction because a concurrent one wrote the same keys (nothing of it was
+applied), and the same request may succeed next time. ``db.call`` retries it
+itself (bounded backoff with jitter) before raising it.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ __all__ = [
     "TransportError",
     "UnknownEmbedder",
     "UnknownUrlScheme",
+    "WriteConflict",
 ]
 
 _THROWN = re.compile(r"amem:(?P<code>[a-z_]+): (?P<message>.*)", re.S)
@@ -85,6 +90,17 @@ class ServerError(AmemError):
     def __init__(self, message: str, *, code: str | None = None, kind: str | None = None) -> None:
         super().__init__(message, code=code)
         self.kind = kind
+
+
+class WriteConflict(ServerError):
+    """The engine aborted the transaction because another one wrote the same
+    records at the same moment ("Transaction conflict: Write conflict ... This
+    transaction can be retried"). Nothing of the aborted transaction was applied,
+    so the same request may succeed if tried again: ``retryable``. The client
+    already retried it (``amem_db.db.WRITE_RETRY``) before raising this."""
+
+    code = "write_conflict"
+    retryable = True
 
 
 # --- where the database is -------------------------------------------------
@@ -262,11 +278,21 @@ def not_migrated(fn: str) -> NotMigrated:
 _FN_DENIED = re.compile(r"You don't have permission to run the (fn::[\w:]+) function")
 _BAD_ARGUMENT = re.compile(r"Incorrect arguments for function (?P<fn>fn::amem::[\w:]+)\(\)\. (?P<why>.*)", re.S)
 _BAD_FIELD = re.compile(r"Couldn't coerce value for field `[^`]+` of `[^`]*`: .*", re.S)
+# found by the hostile fuzzer once an untyped ServerError counted as a finding (issue 27)
+_BAD_ID = re.compile(r"Found .{0,200}? for the Record ID but this is not a valid id", re.S)
+_TOO_BIG = re.compile(r"Output must not exceed \d+ bytes")
+# 3.2.4: "There was a problem with the key-value store: Transaction conflict: Write
+# conflict, retry the transaction. This transaction can be retried"
+_CONFLICT = re.compile(r"Transaction conflict|Write conflict|This transaction can be retried", re.I)
+WRITE_CONFLICT_MESSAGE = ("the database aborted the write: a concurrent transaction wrote the same records "
+                          "(nothing of this one was applied); it may succeed if retried")
 
 
 def from_engine_text(text: str) -> AmemError | None:
     """The typed error for an engine error message we recognise, else None."""
     typed = from_thrown(text)
+    if typed is None and _CONFLICT.search(text):
+        typed = WriteConflict(WRITE_CONFLICT_MESSAGE, kind="Conflict")
     if typed is None and (m := _FN_MISSING.search(text)):
         typed = not_migrated(m["fn"])
     if typed is None and (m := _FN_DENIED.search(text)):
@@ -274,6 +300,13 @@ def from_engine_text(text: str) -> AmemError | None:
     if typed is None and (m := _BAD_ARGUMENT.search(text)):
         # the engine checked a declared parameter type of one of our functions
         typed = InvalidInput(f"{m['fn']}: {m['why'].strip()}")
+    if typed is None and (m := _BAD_ID.search(text)):
+        # an id that names no record ('⟨⟩', an empty key): the engine refuses to build it
+        typed = InvalidInput(f"not a valid record id: {m[0].strip()}")
+    if typed is None and _TOO_BIG.search(text):
+        # a built-in string / array function refused to produce more than 1 MiB (docs/ENGINE-ISSUES.md #14)
+        typed = InvalidInput("an argument is too large for the database's string and array functions "
+                             "(their output is capped at 1 MiB); send less text")
     if typed is None and "RecursionLimitExceeded" in text:
         # the engine refuses to decode a request nested too deeply (before any function runs)
         typed = InvalidInput("the request nests lists/objects too deeply for the database to decode; flatten the input")

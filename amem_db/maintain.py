@@ -76,7 +76,7 @@ async def maintain(
         if unknown:
             await call(conn, "fn::amem::maintain::known", unknown[0])  # the typed error, worded once (SurrealQL)
         before = [s for s in before if s.index in indexes]
-    chosen = [s for s in before if (s.due if auto else s.unbuilt > 0)]
+    chosen = [s for s in before if (s.due if auto else s.due or s.unbuilt > 0)]  # due: also a reset build (needs_rebuild)
     rebuilt = []
     for s in chosen:
         if progress:

@@ -456,3 +456,21 @@ def test_cli_location_options(tmp_path):
     bad = cli("query", "ferry", "--near", "95,0,1")
     assert bad.exit_code == 1 and "location.near.lat" in bad.stderr
     assert cli("query", "ferry", "--near", "59.9,10.7").exit_code == 2  # not LAT,LNG,KM: a usage error
+
+
+async def test_recall_geo_filter_with_a_named_entity_in_the_query(mem):
+    # issue 27 item 2: a query naming a known entity seeds the graph leg; under near / within
+    # its PageRank rows went through `$ppr.node.filter(..)` (filter per record: ServerError)
+    await mem.facts.write({"triples": [{"entity": {"type": "place", "name": "Skerry Beacon"}, "key": "lamp", "value": "green"}],
+                           "text": "Skerry Beacon shows a green lamp.", "location": {"lat": 62.0, "lng": -7.0}})
+    await mem.facts.write({"triples": [{"entity": {"type": "place", "name": "Skerry Beacon"}, "key": "keeper", "value": "Ola"}],
+                           "text": "Skerry Beacon is kept by Ola.", "location": {"lat": -30.0, "lng": 150.0}})
+    box = "POLYGON((-10 60, -4 60, -4 64, -10 64, -10 60))"
+    for loc in ({"near": {"lat": 62.0, "lng": -7.0, "radiusKm": 50}}, {"within": box},
+                {"near": {"lat": 62.0, "lng": -7.0, "radiusKm": 50}, "nearest": {"lat": 62.0, "lng": -7.0, "k": 3}}):
+        for mode in ("hybrid", "bm25", "vector"):
+            r = await mem.recall("what lamp does Skerry Beacon show", k=10, mode=mode, location=loc)
+            texts = [h.text for h in r.hits]
+            assert texts and all("Ola" not in t for t in texts), (loc, mode, texts)
+            if mode == "hybrid":  # the graph leg runs in mode hybrid only: the failing path
+                assert r.trace["legs"]["graph"]["ran"] and r.trace["legs"]["graph"]["seeds"] == 1, (loc, mode)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from amem_db.db import call
 from amem_db.embedding import get_embedder
-from amem_db.errors import AmemError, InvalidInput
+from amem_db.errors import AmemError, InvalidInput, ServerError
 from amem_db.ingest import Item, ingest_items
 
 DIM = 384
@@ -64,7 +64,10 @@ vector = st.one_of(st.none(), hostile,
 QUERY_KEYS = ["mode", "k", "threshold", "vectorWeight", "rrfK", "filter", "lens", "expandContext", "useHyde",
               "decomposeQuery", "useReranker", "caller", "embeddingModel", "graphAlpha", "graphDepth", "expandGraph", "graphEdges",
               "asOf", "atInstant", "validAt", "reranker", "rerankDepth", "rerankMix", "hydeEmbedding", "subQueries", "skipped",
-              "bm25MaxDf"]
+              "bm25MaxDf",
+              # issue 27: options the lists lacked
+              "location", "feedback", "pageSize", "cursor", "fusion", "identifierVectorWeight", "validDuring", "validFrom",
+              "validUntil", "queryWindow", "strictWindow", "windowWeight", "now"]
 query_opts = st.one_of(hostile, st.dictionaries(st.sampled_from(QUERY_KEYS), st.one_of(
     hostile, lens, st.sampled_from(["hybrid", "vector", "bm25", "hybrid_graph"]),
     st.fixed_dictionaries({}, optional={"mimeType": hostile, "documentIds": st.one_of(hostile, st.lists(st.sampled_from(INJECTIONS), max_size=5)), "x": hostile})),
@@ -81,10 +84,32 @@ time_opts = st.dictionaries(st.sampled_from([*TIME_KEYS, "lens"]), st.one_of(ins
 RECALL_KEYS = ["mode", "k", "include", "lens", "labels", "threshold", "vectorWeight", "graphWeight", "rrfK", "graphDepth",
                "expandContext", "caller", "embeddingModel", "bogus", *TIME_KEYS,
                "reuse", "reuseMaxAge", "confidenceFloor", "hydeEmbedding", "ladder",  # the tier ladder (surql/455_tiers)
-               "pageSize", "cursor", "feedback"]
+               "pageSize", "cursor", "feedback",
+               # issue 27: options the list lacked
+               "location", "fusion", "queryWindow", "strictWindow", "windowWeight", "now", "useHyde", "skipped"]
 recall_opts = st.one_of(hostile, st.dictionaries(st.sampled_from(RECALL_KEYS), st.one_of(
     hostile, lens, st.sampled_from(["hybrid", "vector", "bm25", "graph"]), st.lists(st.sampled_from(["facts", "passages", "x"]), max_size=3)),
     max_size=6))
+# Options combined, not one at a time (issue 27 item 2: a geo filter broke recall only when the
+# query also named a known entity): well-formed values of several options at once, with the
+# entity the env fixture wrote (HARBOUR) named in the query, plus a hostile value now and then.
+HARBOUR = "Harbour Master Hal"
+locations = st.sampled_from([
+    {"near": {"lat": 60.0, "lng": 5.0, "radiusKm": 100}}, {"within": "POLYGON((0 55, 10 55, 10 65, 0 65, 0 55))"},
+    {"nearest": {"lat": 60.0, "lng": 5.0, "k": 5}}, {"near": {"lat": 60.0, "lng": 5.0, "radiusKm": 5000}, "nearest": {"lat": 1, "lng": 2}},
+    {"within": {"type": "Polygon", "coordinates": [[[0, 55], [10, 55], [10, 65], [0, 65], [0, 55]]]}, "nearest": {"lat": 60, "lng": 5, "weight": 1}}])
+named_query = st.sampled_from([f"{HARBOUR} post", f"what does {HARBOUR} keep", f"{HARBOUR}'s post and the return policy", "return policy"])
+combined_opts = st.fixed_dictionaries({"location": locations}, optional={
+    "mode": st.sampled_from(["hybrid", "bm25", "vector", "graph"]), "k": st.integers(min_value=1, max_value=30),
+    "asOf": st.sampled_from(["2030-01-01", "2000-01-01T00:00:00Z"]), "now": st.sampled_from(["2030-01-01", "1999-12-31"]),
+    "queryWindow": st.one_of(st.sampled_from(["last week", "2024", None]), hostile), "strictWindow": st.booleans(),
+    "windowWeight": st.floats(min_value=0, max_value=1), "fusion": st.sampled_from(["rrf", "linear", "dbsf", "x"]),
+    "lens": st.sampled_from([None, [["org/a"]], [["org/b"]], [["org"]]]), "include": st.sampled_from([["facts"], ["passages"], ["facts", "passages"]]),
+    "graphDepth": st.integers(min_value=1, max_value=3), "feedback": st.booleans(), "pageSize": st.integers(min_value=1, max_value=5)})
+harbour_vector = st.just(get_embedder("hash:384").embed_query(HARBOUR))
+combined_recall = st.tuples(named_query, st.one_of(harbour_vector, st.none()), combined_opts)
+combined_query = st.tuples(named_query, st.one_of(harbour_vector, st.none()), combined_opts.map(
+    lambda o: {k: v for k, v in o.items() if k not in ("include", "graphDepth", "queryWindow", "strictWindow", "windowWeight", "now")}))
 entity_ref = st.one_of(hostile, st.fixed_dictionaries({"type": st.one_of(hostile, st.sampled_from(["person", "org"])),
                                                        "name": st.one_of(hostile, st.text(max_size=30))}))
 triple = st.one_of(hostile, st.fixed_dictionaries({"entity": entity_ref, "key": st.one_of(hostile, st.text(max_size=20))}, optional={
@@ -117,7 +142,7 @@ FUNCTIONS = {  # name -> strategy of the argument tuple
     "fn::amem::documents::chunks": st.tuples(hostile, page_opts),
     "fn::amem::documents::delete": st.tuples(hostile),
     "fn::amem::documents::source_of": st.tuples(hostile),
-    "fn::amem::documents::query": st.tuples(st.one_of(st.text(max_size=200), hostile), vector, query_opts),
+    "fn::amem::documents::query": st.one_of(st.tuples(st.one_of(st.text(max_size=200), hostile), vector, query_opts), combined_query),
     "fn::amem::versions::of": st.tuples(hostile),
     "fn::amem::keywords::normalise": st.tuples(hostile),
     "fn::amem::keywords::for_document": st.tuples(hostile, lens),
@@ -148,7 +173,7 @@ FUNCTIONS = {  # name -> strategy of the argument tuple
         "within": st.one_of(hostile, st.sampled_from(["POLYGON((0 0, 1 0, 1 1, 0 0))", "POLYGON((0 0, 1 1, 1 0, 0 1, 0 0))", "POLYGON((0 0, 1 0))"])),
         "nearest": st.one_of(hostile, st.fixed_dictionaries({"lat": hostile, "lng": hostile, "k": hostile}))}))),
     "fn::amem::entities::list": st.tuples(page_opts),
-    "fn::amem::recall": st.tuples(st.one_of(st.text(max_size=200), hostile), vector, recall_opts),
+    "fn::amem::recall": st.one_of(st.tuples(st.one_of(st.text(max_size=200), hostile), vector, recall_opts), combined_recall),
     # index maintenance (surql/060_maintain): operator-only writes, refused for anybody else
     "fn::amem::maintain::status": st.tuples(st.one_of(st.floats(), hostile), st.one_of(small_int, hostile)),
     "fn::amem::maintain::known": st.tuples(hostile),
@@ -228,6 +253,10 @@ async def _ingest_both(root, a, b) -> dict:
                                   "mime_type": "text/markdown", "source": f"d{i}.md"}) for i in range(3)]
         rep = await ingest_items(conn, emb, items)
         assert all(r.status == "added" for r in rep.results)
+        # a known, located entity both tenants name: what the combined options aim at
+        await call(conn, "fn::amem::facts::write", {"triples": [{"entity": {"type": "person", "name": HARBOUR}, "key": "post",
+                                                                   "value": f"pier {t}"}],
+                                                     "text": f"{HARBOUR} keeps pier {t}.", "location": {"lat": 60.0, "lng": 5.0}}, None)
     return {"root": root, "a": a, "b": b}
 
 
@@ -325,12 +354,27 @@ async def hostile_call(conn, fn: str, args: tuple, who: str, counts: dict, failu
         counts["typed_errors"] += 1
         if str(exc).startswith("the database refused a value"):  # a schema error: validation missed it
             failures.append((fn, who, repr(args)[:300], f"unvalidated: {exc}"))
+        elif type(exc) is ServerError:  # the engine failed on something no check caught (issue 27 item 2)
+            failures.append((fn, who, repr(args)[:300], f"untyped engine error: {exc}"))
     except ValueError as exc:  # refused by the client before sending (int outside 64 bits...)
         counts["typed_errors"] += 1
         assert "64-bit" in str(exc) or "JSON" in str(exc), exc
     except Exception as exc:
         failures.append((fn, who, repr(args)[:300], f"{type(exc).__name__}: {str(exc)[:300]}"))
     return False
+
+
+async def test_combined_options_never_fail_untyped(env):
+    """The combined-options generator on its own, in the default suite: recall and
+    documents.query with a geo filter and a named entity (and other options at once) as
+    each principal; every call succeeds or fails typed (issue 27 item 2 failed them all)."""
+    counts = {"ok": 0, "typed_errors": 0}
+    failures: list = []
+    for i, (fn, strategy) in enumerate([("fn::amem::recall", combined_recall), ("fn::amem::documents::query", combined_query)]):
+        for j, args in enumerate(generate(strategy, 30)):
+            await hostile_call(env[("a", "root", "b")[(i + j) % 3]], fn, args, "", counts, failures)
+    assert failures == [], "\n".join(f"{f[0]} {f[2][:200]}: {f[3][:200]}" for f in failures[:10])
+    assert counts["ok"] >= 20, counts  # mostly well-formed: the calls get past validation
 
 
 # --- input limits ---------------------------------------------------------------------
@@ -527,3 +571,169 @@ def cli_problem(result) -> str:
     if result.exit_code == 1 and not re.search(r"error \([a-z_]+\): ", text) and "failed" not in text:
         return f"exit 1 without a typed error line: {text.strip()[-200:]}"
     return ""
+
+
+# --- issue 27: the findings of the hostile pass on the memory half, one test each ----------
+PERSON = {"type": "person", "name": "Hostile Hana"}
+
+
+def fact(value=None, **triple):
+    return {"triples": [{"entity": PERSON, "key": "k", "value": value, **triple}]}
+
+
+YEARS_OUT = ["0000-01-01", "0000-12-31T23:59:59Z", "0001-01-01T00:30:00+01:00"]
+
+
+async def test_time_options_outside_the_years_name_the_field(env):
+    """Item 4: a year the database cannot hold is a typed error naming the option, for every
+    time option (no 'Could not cast ... 0-02-01')."""
+    a = env["a"]
+    cases = [("observed_at", "fn::amem::facts::prepare", lambda v: ({"text": "t", "observed_at": v},)),
+             ("valid_from", "fn::amem::facts::prepare", lambda v: ({"text": "t", "valid_from": v},)),
+             ("triples[0].valid_until", "fn::amem::facts::prepare", lambda v: (fact("x", valid_until=v),)),
+             ("t1", "fn::amem::facts::diff", lambda v: (v, "2024-01-01", None))]
+    cases += [(k, "fn::amem::entities::get", lambda v, k=k: ("person", "x", {k: v})) for k in ["asOf", "validAt", "validFrom", "validUntil"]]
+    cases += [("validDuring[0]", "fn::amem::entities::history", lambda v: ("person", "x", "k", {"validDuring": [v, "2024-01-01"]})),
+              ("asOf", "fn::amem::recall", lambda v: ("x", None, {"mode": "bm25", "asOf": v})),
+              ("now", "fn::amem::recall", lambda v: ("x", None, {"mode": "bm25", "now": v})),
+              ("since", "fn::amem::traces::list", lambda v: ({"since": v},))]
+    for field, fn, args in cases:
+        for v in YEARS_OUT:
+            with pytest.raises(InvalidInput, match=re.escape(field) + " must lie in the years 0001 to 9999"):
+                await call(a, fn, *args(v))
+    # the edges of the range still work
+    await call(a, "fn::amem::facts::prepare", {"text": "t", "observed_at": "0001-01-01", "valid_until": "9999-12-31T23:59:59Z"})
+
+
+async def test_numbers_render_as_a_person_writes_them(env):
+    """Item 5: the stored fact text and error messages: 1.5 not 1.5f, 0 not -0f, 1e-300 not 300 digits."""
+    a = env["a"]
+    for value, shown in ((1.5, "1.5"), (-0.0, "0"), (1e-300, "1e-300"), (42, "42"), (3.0, "3"), (-2.5e-7, "-2.5e-7"),
+                         (1e21, "1e21"), (123456.25, "123456.25"), (True, "true")):
+        p = await call(a, "fn::amem::facts::prepare", fact(value))
+        assert [x["text"] for x in p["attributes"]] == [f"Hostile Hana: k = {shown}"], value
+    with pytest.raises(InvalidInput, match=r"got 91$"):
+        await call(a, "fn::amem::geo::stored", {"lat": 91.0, "lng": 0}, "location")
+    with pytest.raises(InvalidInput, match=r"got 0\.5$"):
+        await call(a, "fn::amem::recall", "x", None, {"mode": "bm25", "location": {"nearest": {"lat": 0, "lng": 0, "k": 0.5}}})
+
+
+async def test_invisible_and_control_characters_are_refused_naming_the_field(env):
+    """Item 6: NUL in a key, value, text or query; bidi overrides in a key or name; a name of
+    zero-width characters only; a 1,000-character entity type."""
+    a = env["a"]
+    cases = [
+        ("triples[0].key holds a NUL", "fn::amem::facts::prepare", (fact("v", key="a\x00b"),)),
+        ("triples[0].value holds a NUL", "fn::amem::facts::prepare", (fact("a\x00b"),)),
+        ("text holds a NUL", "fn::amem::facts::prepare", ({"text": "hello\x00world"},)),
+        ("query holds a NUL", "fn::amem::recall", ("a\x00b", None, {"mode": "bm25"})),
+        ("query holds a NUL", "fn::amem::documents::query", ("a\x00b", None, {"mode": "bm25"})),
+        ("triples[0].key holds a bidirectional", "fn::amem::facts::prepare", (fact("v", key="role\u202egnp"),)),
+        ("triples[0].entity.name holds a bidirectional", "fn::amem::facts::prepare",
+         ({"triples": [{"entity": {"type": "person", "name": "Eve\u2066x"}, "key": "k", "value": "v"}]},)),
+        ("triples[0].entity.name has no visible character", "fn::amem::facts::prepare",
+         ({"triples": [{"entity": {"type": "person", "name": "\u200b\u200d\ufeff"}, "key": "k", "value": "v"}]},)),
+        ("triples[0].key has no visible character", "fn::amem::facts::prepare", (fact("v", key="\u200b\u2060"),)),
+        ("triples[0].entity.aliases[1] holds a NUL", "fn::amem::facts::prepare",
+         ({"triples": [{"entity": {"type": "person", "name": "Al", "aliases": ["ok", "b\x00"]}, "key": "k", "value": "v"}]},)),
+        ("triples[0].entity.type is longer than 100", "fn::amem::facts::prepare",
+         ({"triples": [{"entity": {"type": "t" * 1000, "name": "Al"}, "key": "k", "value": "v"}]},)),
+    ]
+    for message, fn, args in cases:
+        with pytest.raises(InvalidInput, match=re.escape(message)):
+            await call(a, fn, *args)
+    # what stays allowed: joiners inside a name (emoji, scripts), RTL text itself, long free text
+    ok = await call(a, "fn::amem::facts::prepare", {"triples": [{"entity": {"type": "person", "name": "👩\u200d💻 مریم"},
+                                                                 "key": "role", "value": "مهندس"}]})
+    assert ok["attributes"][0]["text"].startswith("👩\u200d💻 مریم")
+
+
+async def test_raw_writes_obey_the_scope_path_rules(env):
+    """Item 7: a record user's raw CREATE / UPDATE with a "." / ".." scope segment is refused by
+    the field ASSERT (as the functions refuse it), on every table that carries scopes."""
+    from amem_db.errors import from_engine_error
+
+    a, root = env["a"], env["root"]
+    names = await tables(root)
+    before = await checksum(root, names)
+    for bad in (["org/a/../b"], ["org/a/."], ["org/a", "./org/a"], ["org/a/x y"]):
+        for sql in ("CREATE document SET scopes = $s, text = 'x', mime_type = 'text/plain', content_hash = 'h'",
+                    "CREATE memory_chunk SET scopes = $s, text = 'x', write = 'w', char_start = 0, char_end = 1, position = 0",
+                    "UPDATE document SET scopes = $s"):
+            with pytest.raises(Exception) as err:
+                await a.query(sql, {"s": bad})
+            typed = from_engine_error(err.value)
+            assert isinstance(typed, InvalidInput) and "scopes" in str(typed), (sql, bad, err.value)
+    assert await checksum(root, names) == before
+    # every table with a scopes field carries the ASSERT (a table added later must join surql/100_scope)
+    (info,) = await root.query("INFO FOR DB")
+    missing = []
+    for t in sorted(info["tables"]):
+        (ti,) = await root.query(f"INFO FOR TABLE {t}")
+        if "scopes" in ti["fields"] and "fn::amem::scope::stored_paths" not in ti["fields"]["scopes"]:
+            missing.append(t)
+    assert missing == []
+
+
+async def test_item_8_small_fixes(env):
+    """Item 8, the small ones (decisions in docs/SECURITY.md): each a typed, accurate error
+    or the behaviour the documentation promised."""
+    from amem_db.connection import Target
+    from amem_db.doctor import run_doctor
+    from amem_db.errors import PermissionDenied
+    from amem_db.maintain import maintain
+
+    a, root = env["a"], env["root"]
+    # options nested 500 deep: a typed error, not RecursionError
+    with pytest.raises(InvalidInput, match="nests"):
+        await call(a, "fn::amem::recall", "x", None, nest(500, "dict"))
+    # `remember --location abc` is not told about WKT polygons
+    with pytest.raises(InvalidInput, match='location "abc" is not a location') as err:
+        await call(a, "fn::amem::geo::stored", "abc", "location")
+    assert "WKT" not in str(err.value)
+    # the validDuring message shows the value
+    with pytest.raises(InvalidInput, match="2024-03-01"):
+        await call(a, "fn::amem::entities::get", "person", "x", {"validDuring": ["2024-03-01", "2024-01-01"]})
+    with pytest.raises(InvalidInput, match=r"got \['2024-03-01'\]"):
+        await call(a, "fn::amem::entities::get", "person", "x", {"validDuring": ["2024-03-01"]})
+    # an idempotent retry that spells a default out (observed_at=None) is the same request
+    body = {"triples": [{"entity": PERSON, "key": "desk", "value": "d7"}], "idempotency_key": "item8-retry"}
+    first = await call(a, "fn::amem::facts::write", body, None)
+    again = await call(a, "fn::amem::facts::write", {**body, "observed_at": None, "labels": None,
+                                                     "triples": [{**body["triples"][0], "valid_from": None}]}, None)
+    assert again["write"] == first["write"]
+    # doctor with a credential: one typed line, not NotAllowedError
+    with pytest.raises(PermissionDenied, match="operator"):
+        await run_doctor(a, Target(url="ws://unused", ns="x", db="y"))
+    # a build that died, then --reset: the next maintain rebuilds it whatever its share
+    await call(root, "fn::amem::maintain::begin", "memory_chunk_embedding")
+    assert await call(root, "fn::amem::maintain::reset", "memory_chunk_embedding") is True
+    (row,) = [s for s in await call(root, "fn::amem::maintain::status", 1.0, 10**9) if s["index"] == "memory_chunk_embedding"]
+    assert row["due"] is True  # share 1.0 and 10^9 rows would never make it due by themselves
+    report = await maintain(root, threshold=1.0, min_rows=10**9, indexes=["memory_chunk_embedding"])
+    assert [r.index for r in report.rebuilt] == ["memory_chunk_embedding"]
+    (row,) = [s for s in await call(root, "fn::amem::maintain::status", 1.0, 10**9) if s["index"] == "memory_chunk_embedding"]
+    assert row["due"] is False
+
+
+async def test_purge_redacts_the_traces_that_returned_the_record(env):
+    """Item 8, decided: after a purge no trace (nor feedback) of anybody still holds the
+    query that found the purged record (its words may be what was forgotten)."""
+    a, root = env["a"], env["root"]
+    w = await call(a, "fn::amem::facts::write", {"triples": [{"entity": {"type": "person", "name": "Quillon Vexford"},
+                                                               "key": "codename", "value": "zanzibarite"}]}, None)
+    rid = w["triples"][0]["id"]
+    res = await call(a, "fn::amem::recall", "Quillon Vexford zanzibarite codename", None, {"mode": "bm25", "include": ["facts"]})
+    trace = res["trace"]["id"]
+    assert rid in [h["id"] for h in res["hits"]]
+    await call(a, "fn::amem::traces::feedback", trace, rid, "useful")
+    other = await call(a, "fn::amem::recall", "return policy refunds", None, {"mode": "bm25"})  # returns no fact of Quillon
+    await call(root, "fn::amem::forget", {"ids": [rid], "purge": True})
+    (mine, fb, kept) = await a.query(
+        "SELECT query, query_embedding, redacted_at FROM type::record($t); SELECT query, query_norm FROM trace_feedback WHERE trace = $t;"
+        "SELECT VALUE query FROM type::record($o)", {"t": trace, "o": other["trace"]["id"]})
+    assert mine[0]["query"] == "" and mine[0].get("query_embedding") is None and mine[0]["redacted_at"] is not None
+    assert fb and all(f["query"] == "" and f["query_norm"] == "" for f in fb)
+    assert kept == ["return policy refunds"]  # a trace that never returned it keeps its query
+    (words,) = await root.query("SELECT VALUE id FROM retrieval_trace WHERE string::contains(query, 'zanzibarite')")
+    assert words == []

@@ -206,7 +206,7 @@ async def test_recall_reinforces_what_it_saw(mem, db):
     shoe, hat = (t.id for t in w.triples)
 
     async def importance(rid):  # the reinforcement row (migrations/0008); the record keeps its initial value
-        (rows,) = await db.query("SELECT VALUE importance FROM type::record('reinforcement', $id)", {"id": rid})
+        (rows,) = await db.query("SELECT VALUE importance FROM reinforcement WHERE record = <record> $id", {"id": rid})
         (initial,) = await db.query(f"SELECT VALUE importance FROM {rid}")
         assert initial == [0.8]
         return rows[0] if rows else 0.8
@@ -223,7 +223,7 @@ async def test_recall_reinforces_what_it_saw(mem, db):
     history = await mem.entities.history("person", who, "shoe_size")
     assert history.rows[0].importance == 1.0  # the reads show the reinforced value
     await mem.forget([shoe], purge=True)
-    (left,) = await db.query("SELECT * FROM type::record('reinforcement', $id)", {"id": shoe})
+    (left,) = await db.query("SELECT * FROM reinforcement WHERE record = <record> $id", {"id": shoe})
     assert left == []  # a purge takes the reinforcement row with it
 
 

@@ -583,7 +583,7 @@ async def test_recall_reinforces_for_a_read_only_principal_never_across_scopes(w
     (b_attrs,) = await w.root.query("SELECT id FROM attribute WHERE scope_keys CONTAINS 'org/b' ORDER BY id")
     res = await call(reader, "fn::amem::recall", "Team Lead Tess desk d42", None, {"mode": "bm25", "include": ["facts"]})
     assert tess in [plain(h["id"]) for h in res["hits"]]
-    (imp,) = await w.root.query("SELECT VALUE importance FROM type::record('reinforcement', $id)", {"id": tess})
+    (imp,) = await w.root.query("SELECT VALUE importance FROM reinforcement WHERE record = <record> $id", {"id": tess})
     assert imp == [pytest.approx(0.88)]
     with pytest.raises(PermissionDenied):  # the reader cannot write the row itself
         await call(reader, "fn::amem::facts::write", {"triples": [{"entity": {"type": "person", "name": "Team Lead Tess"},
@@ -762,3 +762,68 @@ async def test_tenant_vector_writes_are_logged_and_maintenance_is_operator_only(
             await call(w.A, fn, *args)
     (building,) = await w.root.query("RETURN $amem_index_building")
     assert building == []
+
+
+async def test_reinforcement_of_a_shared_entity_stays_in_each_tenants_scope(world):
+    """Issue 27 item 1: reinforcement rows are per scope (migrations/0017). B's recalls of
+    an entity both tenants name show nowhere A can read: not B's scope, not B's count,
+    not B's timestamp; A's own recall moves only A's row."""
+    w = world
+    bo = {"type": "person", "name": "Beacon Keeper Bo"}
+    for conn, v in ((w.A, "north"), (w.B, "south")):
+        await call(conn, "fn::amem::facts::write", {"triples": [{"entity": bo, "key": "post", "value": v}],
+                                                     "text": f"Beacon Keeper Bo keeps the {v} light."}, None)
+    (ent,) = await w.root.query("SELECT VALUE id FROM entity WHERE name_norm = 'beacon keeper bo'")
+    ent = ent[0]
+    for _ in range(3):
+        res = await call(w.B, "fn::amem::recall", "Beacon Keeper Bo post", None, {"mode": "bm25"})
+        assert ent in [h["id"] for h in res["trace"]["hits"]] or plain(ent) in [plain(h["id"]) for h in res["trace"]["hits"]]
+    (rows,) = await w.root.query("SELECT scopes, times FROM reinforcement WHERE record = $e ORDER BY scopes", {"e": ent})
+    assert [(r["scopes"], r["times"]) for r in rows] == [(["org/b"], 3)]  # one row per scope: B's only
+    # A, raw SurrealQL: by the record, by a table scan, by the 0008 id: nothing of B
+    legacy = f"reinforcement:`{plain(ent)}`"
+    (by_record, scan, by_id) = await w.A.query(
+        f"SELECT * FROM reinforcement WHERE record = $e; SELECT scopes, times, last_reinforced_at, scope_keys FROM reinforcement; "
+        f"SELECT scopes, times, last_reinforced_at FROM {legacy}", {"e": ent})
+    assert by_record == [] and by_id == []
+    assert all(not any(k.startswith("org/b") for k in r["scope_keys"]) for r in scan), scan
+    await call(w.A, "fn::amem::recall", "Beacon Keeper Bo post", None, {"mode": "bm25"})
+    (mine,) = await w.A.query("SELECT scopes, times FROM reinforcement WHERE record = $e", {"e": ent})
+    assert [(r["scopes"], r["times"]) for r in mine] == [(["org/a"], 1)]
+    (rows,) = await w.root.query("SELECT scopes, times FROM reinforcement WHERE record = $e ORDER BY scopes", {"e": ent})
+    assert [(r["scopes"], r["times"]) for r in rows] == [(["org/a"], 1), (["org/b"], 3)]
+
+
+async def test_migration_0017_moves_single_scope_reinforcement_rows_and_drops_mixed_ones(tmp_path):
+    """Issue 27 item 1, existing data: a 0008 row of one scope (or none) keeps its numbers
+    under its per-scope id; a row of several scopes mixes tenants' activity and is dropped."""
+    import shutil
+    from pathlib import Path
+
+    from amem_db.connection import close_quietly
+    from amem_db.migrator import Migrator
+
+    root = Path(__file__).resolve().parent.parent
+    before = tmp_path / "migrations"
+    before.mkdir()
+    for f in sorted((root / "migrations").glob("*.surql.j2")):
+        if f.name < "0017":
+            shutil.copy(f, before / f.name)
+    conn = await open_connection(Target(url="mem://", ns=unique_name("m17"), db="test"))
+    try:
+        await Migrator(conn, migrations_dir=before, surql_dir=root / "surql").migrate()
+        await conn.query(
+            "CREATE type::record('reinforcement', 'attribute:one') CONTENT {record: attribute:one, importance: 0.9, "
+            "  last_reinforced_at: d'2026-01-01T00:00:00Z', times: 2, scopes: ['org/a']};"
+            "CREATE type::record('reinforcement', 'attribute:bare') CONTENT {record: attribute:bare, importance: 0.7, "
+            "  last_reinforced_at: d'2026-01-02T00:00:00Z', times: 1, scopes: []};"
+            "CREATE type::record('reinforcement', 'entity:both') CONTENT {record: entity:both, importance: 1.0, "
+            "  last_reinforced_at: d'2026-01-03T00:00:00Z', times: 9, scopes: ['org/a', 'org/b']};")
+        await Migrator(conn, migrations_dir=root / "migrations", surql_dir=root / "surql").migrate()
+        (rows,) = await conn.query("SELECT record::id(id) AS id, importance, times, scopes FROM reinforcement ORDER BY times")
+        assert plain(rows) == [
+            {"id": ["attribute:bare", ""], "importance": 0.7, "times": 1, "scopes": []},
+            {"id": ["attribute:one", "org/a"], "importance": 0.9, "times": 2, "scopes": ["org/a"]},
+        ]
+    finally:
+        await close_quietly(conn)
