@@ -19,11 +19,12 @@ import time
 from amem_db.connection import Target, open_connection
 from amem_db.db import call_each
 from amem_db.embedding import CachedEmbedder, get_embedder
+from amem_db.harness.paths import datasets_root
 from amem_db.ingest import items_from_file, texts_to_embed
 from amem_db.ingest_batch import ingest_batch
 from amem_db.migrator import Migrator
 
-DATA = "/work/shared/datasets"
+DATA = datasets_root()  # $AMEM_DATASETS, else ../shared/datasets beside the repository
 
 
 def vectors(emb, p, d):
@@ -42,7 +43,7 @@ async def main() -> None:
     ap.add_argument("--per-transaction", default="1,4,16", help="documents per transaction of the batch path, one side each")
     ap.add_argument("--datasets", default="scifact,cranfield,cisi")
     a = ap.parse_args()
-    per = [items_from_file(__import__("pathlib").Path(DATA) / n / "corpus.jsonl") for n in a.datasets.split(",")]
+    per = [items_from_file(DATA / n / "corpus.jsonl") for n in a.datasets.split(",")]
     items = [it for group in zip(*per) for it in group if it.doc["text"].strip()]
     emb = CachedEmbedder(get_embedder("minilm"))
     conns = {}

@@ -9,7 +9,7 @@ threshold), and calls both functions on the same items, interleaved, several tim
 the outputs must be equal and the p50 of each is printed. The old function is removed
 again at the end.
 
-    python scripts/hydrate_ab.py /work/shared/datasets/cisi --url surrealkv://$PWD/results/.db-chunking/cisi-<key16> --reps 3
+    python scripts/hydrate_ab.py ../shared/datasets/cisi --url surrealkv://$PWD/results/.db-chunking/cisi-<key16> --reps 3
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@
     event defined and removed, interleaved (product ingest path, hash embedder).
 
 Usage (AMEM_CACHE_DIR unset keeps the embeddings cache warm; run it niced):
-  nice -n 10 python scripts/measure_bm25_pruning.py quality /work/shared/datasets/cranfield \\
-      /work/shared/datasets/cisi /work/shared/datasets/scifact
+  nice -n 10 python scripts/measure_bm25_pruning.py quality ../shared/datasets/cranfield \\
+      ../shared/datasets/cisi ../shared/datasets/scifact
   nice -n 10 python scripts/measure_bm25_pruning.py speed --sizes 10000
   nice -n 10 python scripts/measure_bm25_pruning.py ingest --docs 200
 """

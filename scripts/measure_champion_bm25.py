@@ -46,6 +46,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from amem_db.harness.paths import datasets_root  # noqa: E402
+
 K1, B = 1.2, 0.75
 POOL = 256
 
@@ -230,7 +232,7 @@ def main() -> int:
     q = sub.add_parser("quality")
     q.add_argument("datasets", nargs="+")
     q.add_argument("--top", default="256,1000,4000")
-    q.add_argument("--data-root", default="/work/shared/datasets")
+    q.add_argument("--data-root", default=str(datasets_root()))
     s = sub.add_parser("speed")
     s.add_argument("--sizes", default="10000,100000")
     s.add_argument("--top", default="1000")

@@ -30,9 +30,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATA_DIR = REPO.parent / "shared" / "datasets"
-if not DEFAULT_DATA_DIR.is_dir():  # CI lays shared/ beside the clone
-    DEFAULT_DATA_DIR = Path("/work/shared/datasets")
+DEFAULT_DATA_DIR = Path(os.environ.get("AMEM_DATASETS") or REPO.parent / "shared" / "datasets")  # CI lays shared/ beside the clone
 
 # candidate -> what it is (built by build_embedder, in the worker process)
 MODELS = {

@@ -5,7 +5,7 @@ of a dataset with cached embeddings, and prints mean ms per document per step.
 Also times the bare chunk INSERT (the bulk floor's statement) of the same chunks
 and vectors, with and without the chunk events, in the same process.
 
-    nice -n 10 python scripts/profile_ingest_steps.py /work/shared/datasets/scifact --docs 200
+    nice -n 10 python scripts/profile_ingest_steps.py ../shared/datasets/scifact --docs 200
 """
 import argparse
 import asyncio

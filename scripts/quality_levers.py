@@ -27,8 +27,8 @@ Two steps, so that one expensive pass over the engine feeds many cheap sweeps:
              metrics, overall and per query type. Writes a markdown table.
 
 Usage (AMEM_CACHE_DIR keeps the embeddings; one collection at a time):
-  python scripts/quality_levers.py collect /work/shared/datasets/cranfield
-  python scripts/quality_levers.py collect /work/shared/datasets/cranfield --bm25 0.9,0.4
+  python scripts/quality_levers.py collect ../shared/datasets/cranfield
+  python scripts/quality_levers.py collect ../shared/datasets/cranfield --bm25 0.9,0.4
   python scripts/quality_levers.py sweep --out results/quality/sweep.md
 """
 

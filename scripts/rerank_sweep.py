@@ -2,7 +2,7 @@
 and latency with and without it, over a few rerankMix / rerankDepth values
 (docs/EVALUATION.md "Reranking").
 
-    python scripts/rerank_sweep.py /work/shared/datasets/cisi --mixes 0.3,0.5,0.7 --depths 20,50 \
+    python scripts/rerank_sweep.py ../shared/datasets/cisi --mixes 0.3,0.5,0.7 --depths 20,50 \
         --out results/rerank/cisi.json
 
 Reuses (or builds) the eval harness's cached database (results/.db, --db-dir). Each
@@ -12,7 +12,7 @@ at least k); the fused run (no reranker) comes first. Reports per run nDCG@10, R
 (document level, amem_db.harness) and p50/p95 of the engine's queryMs and of the rerank
 step alone (trace legs.rerank.ms).
 
-    python scripts/rerank_sweep.py /work/shared/datasets/scifact --interleave --out results/rerank/scifact.json
+    python scripts/rerank_sweep.py ../shared/datasets/scifact --interleave --out results/rerank/scifact.json
 
 ``--interleave`` (one mix and depth): each query runs without and with the reranker
 back to back, alternating which goes first, so a loaded machine slows both sides

@@ -18,12 +18,12 @@ Every database-touching step runs in its own subprocess and ends with
 ``await db.close()`` followed by ``os._exit(code)``: the native extension
 aborts at interpreter exit in 20-30 % of runs otherwise.
 
-Text is real: 80-word windows of /work/shared/datasets/*/corpus.jsonl, cycled
+Text is real: 80-word windows of ../shared/datasets/*/corpus.jsonl ($AMEM_DATASETS), cycled
 with fresh ids as often as needed. Embeddings are random unit vectors rounded
 to float32 precision (not a real embedding model: fine for storage/index
 load, meaningless for retrieval quality).
 
-Usage (from /work/main with the venv active):
+Usage (from the repository root with the venv active):
 
     python scripts/soak_backend.py batch-probe --rows 8000 --batches 10,100,500
     python scripts/soak_backend.py run --backend surrealkv --backend surrealkv+versioned --backend file \
@@ -67,8 +67,10 @@ import time
 import traceback
 from pathlib import Path
 
+from amem_db.harness.paths import datasets_root
+
 ROOT = Path("/tmp/amem-soak")
-DATASETS = "/work/shared/datasets/*/corpus.jsonl"
+DATASETS = str(datasets_root() / "*" / "corpus.jsonl")
 NS, DB = "soak", "soak"
 DIM = 384
 WINDOW_WORDS = 80

@@ -8,7 +8,7 @@ own rule. Per mode: nDCG@10 on / off, the mean per-query difference with its
 standard error, a bootstrap 95% interval (10,000 resamples of the queries, seed 16),
 and how many queries gain / lose. A difference whose interval spans 0 is noise.
 
-    python scripts/title_ab.py /work/shared/datasets/cisi --url surrealkv://$PWD/results/.db-chunking/cisi-<key16> \\
+    python scripts/title_ab.py ../shared/datasets/cisi --url surrealkv://$PWD/results/.db-chunking/cisi-<key16> \\
         --out results/titles/cisi.json
 """
 

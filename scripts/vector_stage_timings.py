@@ -6,7 +6,7 @@ machine load falls on both alike; per stage, the p50 of the engine's own trace t
 (optionsMs, vectorMs, fuseMs, hydrateMs, contextMs, traceMs, totalMs) and the client's
 wall clock (embedding + round trip).
 
-    python scripts/vector_stage_timings.py /work/shared/datasets/cisi \\
+    python scripts/vector_stage_timings.py ../shared/datasets/cisi \\
         --url surrealkv://$PWD/results/.db-chunking/cisi-<key16> --reps 3 --out results/vector-p50/cisi.json
 """
 
