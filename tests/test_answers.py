@@ -18,8 +18,9 @@ import math
 import pytest
 import pytest_asyncio
 from devserver_fixture import dev_server, tenants  # noqa: F401
+from helpers import mem  # noqa: F401  (a fixture)
 
-from amem_db import InvalidInput, Memory, PermissionDenied
+from amem_db import InvalidInput, PermissionDenied
 from amem_db.answers import Answers
 from amem_db.db import call
 from amem_db.embedding import get_embedder
@@ -38,11 +39,6 @@ def unit(cos: float) -> list[float]:
     v = [0.0] * DIM
     v[0], v[1] = cos, math.sqrt(max(0.0, 1 - cos * cos))
     return v
-
-
-@pytest.fixture(scope="module")
-async def mem(db):
-    return Memory(db, embedder=get_embedder("hash:384"))
 
 
 async def answers(db) -> int:

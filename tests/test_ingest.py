@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import hash_memory
 
 from amem_db.client import Memory
 from amem_db.connection import Target, close_quietly, open_connection
@@ -31,7 +32,7 @@ HASH = get_embedder("hash:384")
 
 @pytest.fixture(scope="module")
 async def mem(db):
-    m = Memory(db, embedder=HASH)
+    m = hash_memory(db)
     report = await m.documents.ingest_paths([SAMPLE])
     m.sample_report = report
     return m
