@@ -301,7 +301,9 @@ def test_cli_recall_reuse_prints_the_reused_answer(tmp_path):
         m.answers.remember(q, "a ferryman", [fact])
     reused = run("recall", q, "--reuse")
     assert reused.exit_code == 0, reused.output
-    assert "reused answer answer:" in reused.stdout and "a ferryman" in reused.stdout and "tier cache: tier 2: hit" in reused.stdout
+    assert "reused answer answer:" in reused.stdout and "a ferryman" in reused.stdout and "\ntier 2: hit" in reused.stdout
+    assert "tier cache:" not in reused.stdout  # the reason says its tier once
     plain = run("recall", q)
     assert "reused answer" not in plain.stdout and ("tier 3:" in plain.stdout or "tier 4:" in plain.stdout)
+    assert "tier 3: tier 3:" not in plain.stdout and "tier 4: tier 4:" not in plain.stdout
     assert "confidenceFloor must be in [0, 1]" in run("recall", q, "--confidence-floor", "2").stderr
