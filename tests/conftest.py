@@ -11,34 +11,12 @@ from __future__ import annotations
 
 import os
 import sys
-import uuid
 
 import pytest
+from helpers import drop, make_target
 
-from amem_db.connection import Target, close_quietly, open_connection
+from amem_db.connection import close_quietly, open_connection
 from amem_db.migrator import Migrator
-
-TEST_URL = os.environ.get("AMEM_TEST_URL")
-
-
-def make_target(prefix: str = "t") -> Target:
-    ns = f"{prefix}_{uuid.uuid4().hex[:10]}"
-    return Target(
-        url=TEST_URL or "mem://",
-        ns=ns,
-        db="test",
-        user=os.environ.get("AMEM_TEST_USER", "root") if TEST_URL else None,
-        password=os.environ.get("AMEM_TEST_PASS", "root") if TEST_URL else None,
-    )
-
-
-async def drop(conn, target: Target) -> None:
-    if target.url.startswith("mem://"):
-        return  # the engine dies with the connection
-    try:
-        await conn.query(f"REMOVE NAMESPACE IF EXISTS {target.ns}")
-    except Exception:
-        pass
 
 
 @pytest.fixture(scope="module")

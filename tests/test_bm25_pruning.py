@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 import pytest_asyncio
 from devserver_fixture import dev_server, tenants  # noqa: F401
+from helpers import hash_memory
 
 from amem_db import termstats
 from amem_db.client import Memory
@@ -53,7 +54,7 @@ async def index_df(mem: Memory, word: str) -> int:
 
 @pytest.fixture(scope="module")
 async def mem(db):
-    m = Memory(db, embedder=get_embedder("hash:384"))
+    m = hash_memory(db)
     for i in range(NOTES):
         await m.documents.ingest_text(note(i, kiwi=i == 3), source=f"note-{i}", embed=False)
     await m.documents.ingest_text(PRODUCT, source="product", embed=False)

@@ -3,7 +3,7 @@ the full-text statistics are shared by every tenant of a database, so a credenti
 from the BM25 scores of its own rows alone, how many rows of other tenants contain a word
 (exactly, while fewer than half the rows hold it); no row, id or text crosses; a database of
 its own removes the channel. Real engine, two credentials over the dev server; the inversion
-is scripts/measure_bm25_signal.py's (which measures the sizes the docs quote)."""
+is scripts/security/measure_bm25_signal.py's (which measures the sizes the docs quote)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest_asyncio
 from devserver_fixture import dev_server, tenants  # noqa: F401
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts" / "security"))
 import measure_bm25_signal as signal
 
 GRANTS = {"tenant-a": dict(read=[], write=["org/a"]), "tenant-b": dict(read=[], write=["org/b"])}

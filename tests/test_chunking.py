@@ -9,8 +9,6 @@ as whitespace and the engine does not.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -322,18 +320,15 @@ async def test_many_sections(db):
     text = "".join(f"# H{i}\nbody of section {i} with some words\n" for i in range(1500))
     starts = [i for i in range(len(text)) if text.startswith("# H", i)]
     sections = [sec(a, b) for a, b in zip(starts, starts[1:] + [len(text)])]
-    t0 = time.perf_counter()
     chunks = await split(db, text, sections, 800, 120)
-    elapsed = time.perf_counter() - t0
     assert len(chunks) == len(sections)
     check_chunks(text, sections, 800, 120, chunks)
-    assert elapsed < 5.0, elapsed
 
 
-# --- performance ------------------------------------------------------------------
+# --- a large document (its speed: scripts/measure/chunk_split_timings.py) ---------
 
 
-async def test_100kb_document_is_fast(db):
+async def test_100kb_document_is_cut_whole(db):
     words = ["memory", "agents", "retrieve", "chunks", "of", "text", "über", "中文", "🙂", "a"]
     parts, n, i = [], 0, 0
     while n < 100_000:
@@ -343,8 +338,5 @@ async def test_100kb_document_is_fast(db):
         i += 1
     text = "".join(parts)[:100_000]
     headings = [sec(k * 10_000, (k + 1) * 10_000) for k in range(10)]
-    t0 = time.perf_counter()
     chunks = await split(db, text, headings, 800, 120)
-    elapsed = time.perf_counter() - t0
     check_chunks(text, headings, 800, 120, chunks)
-    assert elapsed < 1.0, f"100 KB took {elapsed:.2f} s"

@@ -102,7 +102,13 @@ def test_embedded_default_needs_no_server(tmp_path):
     status = amem("status", cwd=tmp_path)
     assert status.returncode == 0
     assert re.search(r"surrealdb-3\.\d+\.\d+", status.stdout)
-    assert "chunk_embedding" in status.stdout and "knowledge_text" in status.stdout
+    migrations = len(list(bundled_dir("migrations").glob("*.surql.j2")))
+    assert re.search(rf"^migration +{migrations} applied, 0 pending, 0 drift$", status.stdout, re.M), status.stdout
+    assert re.search(r"^desired +\d+ applied, 0 pending, 0 drift$", status.stdout, re.M), status.stdout
+    assert "chunk_embedding" not in status.stdout and "fn::amem::" not in status.stdout  # names only with --verbose
+    verbose = amem("status", "--verbose", cwd=tmp_path)
+    assert verbose.returncode == 0
+    assert "chunk_embedding" in verbose.stdout and "knowledge_text" in verbose.stdout and "fn::amem::" in verbose.stdout
 
 
 def test_environment_selects_the_database(tmp_path):
@@ -209,6 +215,11 @@ def test_verify_exits_1_on_drift(tmp_path):
     report = json.loads(as_json.stdout)
     assert report["up_to_date"] is False and [p["code"] for p in report["problems"]] == ["migration_drift"]
     assert [f["state"] for f in report["files"] if f["key"] == "0001_core_schema"] == ["drifted"]
+    assert report["counts"]["migration"]["drift"] == 1 and report["counts"]["migration"]["pending"] == 0
+    plain = amem("--url", url, "status")
+    assert plain.returncode == 1
+    assert re.search(r"^migration +\d+ applied, 0 pending, 1 drift$", plain.stdout, re.M), plain.stdout
+    assert re.search(r"^ +drifted migration 0001_core_schema$", plain.stdout, re.M), plain.stdout  # named without --verbose
     assert "migration_drift" in one_line_error(amem("--url", url, "migrate"))
 
 
@@ -239,6 +250,25 @@ def test_documents_get_of_a_missing_id_exits_1(tmp_path):
     assert amem("--url", url, "migrate").returncode == 0
     line = one_line_error(amem("--url", url, "documents", "get", "document:nosuchthing"))
     assert line == "error (not_found): no document document:nosuchthing"
+
+
+def test_bench_without_its_extra_names_the_extra(monkeypatch):
+    # rich once ate "[bench]" as markup: the hint read `pip install 'amem-db'`
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "lancedb" else real(name, *a))
+    result = CliRunner().invoke(app, ["bench", "--systems", "lancedb"], prog_name="amem-db")
+    assert result.exit_code == 1, result.output
+    line = result.stderr.strip()
+    assert line.startswith("error (missing_dependency): lancedb") and line.endswith(" not installed: pip install 'amem-db[bench]'"), line
+
+
+def test_bench_without_the_datasets_is_one_line(tmp_path):
+    result = amem("--embedder", "hash:384", "bench", "--sizes", "10", "--systems", "amem", "--out", str(tmp_path / "out"),
+                  env={"AMEM_DATASETS": str(tmp_path / "nowhere")})
+    line = one_line_error(result)
+    assert line.startswith("error (datasets_not_found): no scifact, cranfield, cisi under ") and "AMEM_DATASETS" in line
 
 
 def test_usage_errors_exit_2_with_typers_message():

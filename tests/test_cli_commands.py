@@ -5,6 +5,7 @@ embedded surrealkv database (hash embedder: named explicitly, fast)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -222,6 +223,8 @@ def test_recall_table_json_and_one_line_errors(db_args):
     row1 = next(line for line in table.stdout.splitlines() if line.startswith("│ 1 "))
     assert "attribute" in row1 and "Ada Byron:" in row1 and "write" in row1  # the table wraps long cells
     assert "direct_lookup; names Ada Byron" in table.stdout
+    tier_lines = [line for line in table.stdout.splitlines() if line.startswith("tier ")]
+    assert len(tier_lines) == 1 and re.match(r"tier [34]: (?!tier)", tier_lines[0]), tier_lines  # once, not "tier 3: tier 3:"
     top = json.loads(cli(*db_args, "recall", "What is Ada Byron's role?", "--json").stdout)["hits"][0]
     assert top["text"] == "Ada Byron: role = analyst" and top["citation"]["key"] == "role"
     data = json.loads(cli(*db_args, "recall", "Ada Byron engine notes", "--include", "passages", "--json").stdout)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 import surrealdb.errors as sdk_errors
+from helpers import hash_memory
 
 import amem_db
 from amem_db import (
@@ -59,7 +60,7 @@ HASH = "hash:384"
 
 @pytest.fixture(scope="module")
 async def mem(db):
-    m = Memory(db, embedder=HASH)
+    m = hash_memory(db)
     report = await m.documents.ingest_paths([SAMPLE / "returns-policy.md", SAMPLE / "warranty.md",
                                              SAMPLE / "support-call-2024-03-14.vtt"], scopes=["org/acme"])
     assert report.count("added") == 3, report.results

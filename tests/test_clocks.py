@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from clock_model import Clock, Timeline
+from helpers import mem  # noqa: F401  (a fixture)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -34,11 +35,6 @@ _n = itertools.count()
 
 def day(n: int) -> datetime:
     return EPOCH + timedelta(days=n)
-
-
-@pytest.fixture(scope="module")
-async def mem(db):
-    return Memory(db, embedder=get_embedder("hash:384"))
 
 
 # --- the oracle -------------------------------------------------------------------------------

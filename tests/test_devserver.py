@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -365,9 +364,9 @@ async def test_stop_closes_clients_cleanly() -> None:
     assert server.connection_count == 1
     in_flight = asyncio.create_task(db.query("SLEEP 2s").execute())
     await asyncio.sleep(0.1)
-    start = time.perf_counter()
     await server.stop()
-    assert time.perf_counter() - start < 5
+    # stop cut the in-flight query instead of waiting for it: a stop that waited would
+    # have let SLEEP finish and deliver its result here
     with pytest.raises(ConnectionUnavailableError):
         await asyncio.wait_for(in_flight, 5)
     with pytest.raises(ConnectionUnavailableError):

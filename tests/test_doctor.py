@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import make_target
+from helpers import make_target
 
 from amem_db.connection import Target, close_quietly, open_connection
 from amem_db.db import call

@@ -13,12 +13,12 @@ import itertools
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from helpers import attr, hash_memory, mem, own_db, rel  # noqa: F401  (mem, own_db: fixtures)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from amem_db import IdempotencyConflict, InvalidInput, Memory
+from amem_db import IdempotencyConflict, InvalidInput
 from amem_db.db import call
-from amem_db.embedding import get_embedder
 from amem_db.errors import EmbeddingMismatch
 from amem_db.models import EntityDetail, FactHistory, FactWrite
 
@@ -29,19 +29,6 @@ _n = itertools.count()
 
 def name(prefix: str = "Person") -> str:
     return f"{prefix} {next(_n)}"
-
-
-def attr(who: str, key: str, value, **kw) -> dict:
-    return {"entity": {"type": kw.pop("type", "person"), "name": who}, "key": key, "value": value, **kw}
-
-
-def rel(who: str, key: str, target: str, **kw) -> dict:
-    return {"entity": {"type": "person", "name": who}, "key": key, "target": {"type": kw.pop("ttype", "company"), "name": target}, **kw}
-
-
-@pytest.fixture(scope="module")
-async def mem(db):
-    return Memory(db, embedder=get_embedder("hash:384"))
 
 
 async def counts(db) -> dict[str, int]:
@@ -115,7 +102,9 @@ async def test_values_in_different_scopes_coexist(mem):
     assert await mem.entities.get("person", who, lens=[["org/z"]]) is None
 
 
-async def test_declared_multi_valued_keys_keep_every_value(mem):
+async def test_declared_multi_valued_keys_keep_every_value(own_db):
+    # a database of its own: the declaration is database-wide and would change what other tests' writes supersede
+    mem = hash_memory(own_db)
     who = name()
     declared = await mem.facts.declare_key("Speaks")
     assert declared.key == "speaks" and declared.multi_valued

@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import itertools
 import json
+from functools import partial
 
+import helpers
 import pytest
 import pytest_asyncio
 from devserver_fixture import ROOT_PASSWORD, ROOT_USER, dev_server, tenants, unique_name  # noqa: F401
+from helpers import attr, mem  # noqa: F401  (a fixture)
 from test_readme import blocks, run_script, statements
 
-from amem_db import InvalidInput, Memory, PermissionDenied
+from amem_db import InvalidInput, NotFound, PermissionDenied
 from amem_db import access as access_api
 from amem_db.db import call
-from amem_db.embedding import get_embedder
 from amem_db.models import ForgetResult, Inspection
 
 TABLES = ["entity", "entity_name", "attribute", "attribute_fts", "relation", "memory_chunk", "memory_chunk_fts",
@@ -36,17 +38,8 @@ def ent(who: str, type: str = "person") -> dict:
     return {"type": type, "name": who}
 
 
-def attr(who: str, key: str, value, **kw) -> dict:
-    return {"entity": ent(who, kw.pop("type", "person")), "key": key, "value": value, **kw}
-
-
-def rel(who: str, key: str, target: str, **kw) -> dict:
-    return {"entity": ent(who), "key": key, "target": ent(target, kw.pop("ttype", "organisation")), **kw}
-
-
-@pytest.fixture(scope="module")
-async def mem(db):
-    return Memory(db, embedder=get_embedder("hash:384"))
+# relations here point at organisations (the assertions spell entity:organisation/...)
+rel = partial(helpers.rel, ttype="organisation")
 
 
 async def counts(conn) -> dict[str, int]:
@@ -93,7 +86,7 @@ async def test_soft_forget_of_an_entity_hides_it_from_every_read_and_keeps_the_r
     assert await mem.entities.get("person", who) is None
     assert await mem.inspect(ent(who)) is None and await mem.inspect(w1.triples[0].id) is None
     assert who not in [e.name for e in (await mem.entities.list(limit=500)).entities]
-    with pytest.raises(Exception, match="no entity"):
+    with pytest.raises(NotFound, match=r"^no entity person "):
         await mem.entities.history("person", who, "role")
     assert (await mem.entities.get("person", other)).relations == []
     # kept for audit: the owner's raw query sees every row, stamped

@@ -14,9 +14,10 @@ import json
 from typing import Any
 
 import pytest
+from helpers import hash_memory
 from standin import JsonStandIn
 
-from amem_db import Memory, SyncMemory
+from amem_db import SyncMemory
 from amem_db.db import call
 from amem_db.errors import EmbeddingMismatch, InvalidInput
 from amem_db.llm import LLMError, OpenAICompatChat, chat_endpoint, sub_questions
@@ -34,7 +35,7 @@ TEXTS = {
 
 @pytest.fixture(scope="module")
 async def mem(db):
-    m = Memory(db, embedder=HASH)
+    m = hash_memory(db)
     for key, text in TEXTS.items():
         await m.documents.ingest_text(text, source=key)
     return m

@@ -14,12 +14,14 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import hash_memory
 
 from amem_db.client import Memory
 from amem_db.connection import Target, close_quietly, open_connection
 from amem_db.db import call
 from amem_db.embedding import get_embedder
 from amem_db.errors import EmbeddingMismatch, InvalidInput, NotFound
+from amem_db.harness.paths import datasets_root
 from amem_db.ingest import doc_object
 from amem_db.migrator import Migrator
 from amem_db.parsing import parse
@@ -31,7 +33,7 @@ HASH = get_embedder("hash:384")
 
 @pytest.fixture(scope="module")
 async def mem(db):
-    m = Memory(db, embedder=HASH)
+    m = hash_memory(db)
     report = await m.documents.ingest_paths([SAMPLE])
     m.sample_report = report
     return m
@@ -203,7 +205,7 @@ async def test_killed_process_leaves_no_partial_document(tmp_path, kills):
     conn = await open_connection(Target(url, "k", "k"))
     await Migrator(conn).migrate()
     await close_quietly(conn)
-    corpus = ROOT.parent / "shared" / "datasets" / "cranfield" / "corpus.jsonl"
+    corpus = datasets_root() / "cranfield" / "corpus.jsonl"
     if not corpus.exists():
         corpus = SAMPLE / "scifact-sample.jsonl"
     script = KILL_SCRIPT.format(root=str(ROOT), url=url, corpus=str(corpus))

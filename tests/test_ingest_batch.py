@@ -7,14 +7,14 @@ tests/test_ingest.py::test_killed_process_leaves_no_partial_document.)"""
 from __future__ import annotations
 
 import pytest
-from conftest import make_target
 from devserver_fixture import dev_server, tenants  # noqa: F401
+from helpers import make_target
 from test_ingest import SAMPLE, counts, orphans
 
 from amem_db.connection import close_quietly, open_connection
 from amem_db.db import call, call_each
 from amem_db.embedding import get_embedder
-from amem_db.errors import InvalidInput
+from amem_db.errors import InvalidInput, PermissionDenied
 from amem_db.ingest import Item, ingest_items, items_from_file, texts_to_embed
 from amem_db.ingest_batch import ingest_batch
 from amem_db.migrator import Migrator
@@ -209,7 +209,7 @@ async def test_scopes_per_document_inside_one_batch(dev_server):
         (chunks,) = await t.root.query("SELECT VALUE scopes FROM chunk")
         assert chunks and all(s == ["org/a"] for s in chunks)
         # raw SurrealQL: the mixed batch as one call is refused whole
-        with pytest.raises(Exception, match="permission_denied|outside"):
+        with pytest.raises(PermissionDenied, match="scope org/b is outside the write region"):
             await call(conn, "fn::amem::ingest::batch", [
                 {"doc": items[2].doc | {"source": "a3"}, "keywords": [], "vectors": None},
                 {"doc": items[1].doc, "keywords": [], "vectors": None}])

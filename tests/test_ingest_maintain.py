@@ -4,8 +4,7 @@ found a failed ingest that still wrote term_stat)."""
 
 from __future__ import annotations
 
-from amem_db.client import Memory
-from amem_db.embedding import get_embedder
+from helpers import hash_memory
 
 
 async def term_rows(conn) -> int:
@@ -14,7 +13,7 @@ async def term_rows(conn) -> int:
 
 
 async def test_a_failed_ingest_runs_no_maintenance(db, tmp_path):
-    mem = Memory(db, embedder=get_embedder("hash:384"))
+    mem = hash_memory(db)
     for i in range(3):  # passages with no term counts yet: maintenance would count them
         await mem.documents.ingest_text(f"Kiwi orchard note {i} about pruning and frost.", source=f"n{i}", embed=False)
     assert await term_rows(db) == 0

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import drop, make_target
+from helpers import drop, make_target
 from surrealdb import RecordID
+from surrealdb.errors import QueryError
 
 from amem_db import maintain
 from amem_db.connection import close_quietly, open_connection
 from amem_db.db import call
-from amem_db.errors import AmemError, InvalidInput
+from amem_db.errors import AmemError, InvalidInput, ServerError
 from amem_db.migrator import Migrator, bundled_dir, render_dir
 from amem_db.settings import SchemaSettings
 
@@ -82,7 +83,7 @@ async def test_every_vector_write_is_logged_in_its_transaction(mdb):
     await conn.query("UPDATE chunk:c00 SET embedding = $v RETURN NONE", {"v": vecs["c00"]})
     assert await logged(conn, "chunk_embedding") == N_CHUNKS + 2
     # a failed write leaves no log row behind
-    with pytest.raises(Exception, match="failed transaction|abort"):
+    with pytest.raises(QueryError, match="failed transaction"):
         await conn.query("BEGIN; UPDATE chunk:c00 SET embedding = $v RETURN NONE; THROW 'amem:test: abort'; COMMIT;",
                          {"v": vecs["c02"]})
     assert await logged(conn, "chunk_embedding") == N_CHUNKS + 2
@@ -215,7 +216,7 @@ async def test_a_failed_rebuild_clears_its_mark(mdb):
     conn, _, _ = mdb
     await conn.query("REMOVE INDEX keyword_embedding ON keyword")
     try:
-        with pytest.raises(Exception):  # noqa: B017 - whatever the engine raises for a missing index
+        with pytest.raises(ServerError, match="index 'keyword_embedding' does not exist"):
             await maintain.rebuild(conn, "keyword_embedding")
         assert not (await row(conn, "keyword_embedding")).building
         (building,) = await conn.query("RETURN $amem_index_building")

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import drop, make_target
+from helpers import drop, make_target
 
 from amem_db.connection import close_quietly, open_connection
 from amem_db.errors import (

@@ -474,7 +474,9 @@ def test_jsonl_sample_one_document_per_line():
 
 
 def test_jsonl_sample_is_taken_from_scifact():
-    corpus = ROOT.parent / "shared" / "datasets" / "scifact" / "corpus.jsonl"
+    from amem_db.harness.paths import datasets_root
+
+    corpus = datasets_root() / "scifact" / "corpus.jsonl"
     if not corpus.exists():
         pytest.skip("shared/datasets/scifact is not present")
     wanted = set((SAMPLE / "scifact-sample.jsonl").read_bytes().splitlines())

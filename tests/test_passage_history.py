@@ -15,8 +15,9 @@ from datetime import datetime, timedelta
 
 import pytest
 import pytest_asyncio
-from conftest import drop, make_target
 from devserver_fixture import dev_server, tenants  # noqa: F401  (fixture)
+from helpers import drop, make_target
+from surrealdb.errors import QueryError
 
 from amem_db import Memory
 from amem_db.connection import close_quietly, open_connection
@@ -146,7 +147,7 @@ async def test_a_failed_replace_keeps_no_version_and_changes_nothing(hmem):
         await call(hmem.conn, "fn::amem::documents::ingest", {"text": "The cellar window is gone.", "source": "cellar",
                    "mime_type": "text/plain"}, {"model": EMB.name, "chunks": [[1, 2, 3]], "audio": [], "keywords": [], "sections": []})
     # failing after the copy (the transaction aborts later; RETURN would end it early: LET): the copy goes too
-    with pytest.raises(Exception, match="failed transaction"):
+    with pytest.raises(QueryError, match="failed transaction"):
         await hmem.conn.query("BEGIN; LET $r = fn::amem::documents::ingest({text: 'The cellar window is gone.', source: 'cellar', "
                               "mime_type: 'text/plain'}, NONE); THROW 'abort after ingest'; COMMIT;")
     (after,) = await hmem.conn.query(count)

@@ -205,10 +205,10 @@ async def test_identifier_query_matches_the_eval_heuristic(db, text):
 
 async def test_identifier_query_agrees_with_the_eval_on_every_shared_query(db):
     import json
-    from pathlib import Path
 
-    roots = [Path(__file__).resolve().parents[2] / "shared" / "datasets", Path("/work/shared/datasets")]
-    root = next((r for r in roots if r.exists()), roots[0])
+    from amem_db.harness.paths import datasets_root
+
+    root = datasets_root()
     texts = [json.loads(line)["text"] for d in ("scifact", "cranfield", "cisi") if (root / d).exists()
              for line in (root / d / "queries.jsonl").read_text().splitlines() if line.strip()]
     if not texts:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import drop, make_target
+from helpers import drop, make_target
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from surrealdb import RecordID

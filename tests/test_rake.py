@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import string
 import time
 from pathlib import Path
@@ -30,19 +29,14 @@ import pytest
 from surrealdb.errors import ThrownError
 
 from amem_db.errors import InvalidInput, from_thrown
+from amem_db.harness.paths import datasets_root
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def datasets_dir() -> Path | None:
-    for candidate in (
-        os.environ.get("AMEM_DATASETS"),
-        REPO.parent / "shared" / "datasets",  # CI lays shared/ beside the clone
-        Path("/work/shared/datasets"),
-    ):
-        if candidate and Path(candidate).is_dir():
-            return Path(candidate)
-    return None
+    root = datasets_root()  # $AMEM_DATASETS, else shared/ beside the clone (as CI lays it out)
+    return root if root.is_dir() else None
 
 
 def load_docs(name: str, n: int) -> list[dict]:

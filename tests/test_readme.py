@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import make_target
+from helpers import make_target
 
 from amem_db.client import Memory
 

@@ -14,14 +14,16 @@ import itertools
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from helpers import attr, hash_memory, rel
 from surrealdb import RecordID
 
-from amem_db import InvalidInput, Memory
+from amem_db import InvalidInput
 from amem_db.db import call, plain
-from amem_db.embedding import get_embedder
 
 FACTS = {"entity", "attribute", "relation"}
 PASSAGES = {"memory_chunk", "chunk", "audio_chunk"}
+ZORBLAT = ("# Rockets\n\n## Engines\n\nThe Zorblat engine burns kerosene. It was tested in 1999.\n\n"
+           "The Zorblat engine has two turbopumps.\n\n## Crew\n\nThe crew trains for six months.")
 _n = itertools.count()
 
 
@@ -29,21 +31,10 @@ def person(prefix: str = "Person") -> str:
     return f"{prefix} Q{next(_n)}"
 
 
-def attr(who: str, key: str, value, **kw) -> dict:
-    return {"entity": {"type": "person", "name": who, **kw.pop("entity", {})}, "key": key, "value": value, **kw}
-
-
-def rel(who: str, key: str, target: str, **kw) -> dict:
-    return {"entity": {"type": "person", "name": who}, "key": key, "target": {"type": "company", "name": target}, **kw}
-
-
 @pytest.fixture(scope="module")
 async def mem(db):
-    m = Memory(db, embedder=get_embedder("hash:384"))
-    await m.documents.ingest_text(
-        "# Rockets\n\n## Engines\n\nThe Zorblat engine burns kerosene. It was tested in 1999.\n\n"
-        "The Zorblat engine has two turbopumps.\n\n## Crew\n\nThe crew trains for six months.",
-        title="zorblat notes", mime_type="text/markdown")
+    m = hash_memory(db)
+    await m.documents.ingest_text(ZORBLAT, title="zorblat notes", mime_type="text/markdown")
     return m
 
 
@@ -100,7 +91,9 @@ async def test_hits_carry_their_citation_and_clocks(mem):
     assert (c["sessionId"], c["role"], c["charStart"]) == ("s-1", "user", 0)
     doc = next(h for h in (await mem.recall("Zorblat engine kerosene turbopumps", k=20)).hits if h.source == "chunk")
     assert doc.citation["document"].startswith("document:") and doc.citation["title"] == "zorblat notes"
-    assert "Zorblat" in doc.text[doc.citation["charStart"] - doc.citation["charStart"]:] and doc.occurred_at is None
+    # the offsets cite the document's own text: the cited span is the passage
+    assert ZORBLAT[doc.citation["charStart"]:doc.citation["charEnd"]] == doc.text and "Zorblat" in doc.text
+    assert doc.occurred_at is None
 
 
 async def test_context_hits_are_section_siblings_outside_k(mem):
@@ -186,7 +179,6 @@ async def test_recall_defaults_are_its_own(mem):
     assert (o["rrfK"], o["vectorWeight"], o["graphWeight"], o["threshold"], o["k"]) == (2, 0.4, 1.0, 0.1, 10)
     q = (await mem.documents.query("Zorblat engine")).trace["options"]
     assert (q["rrfK"], q["vectorWeight"], q["threshold"]) == (60, 0.5, 0.5)
-
 
 
 async def test_trace_has_per_hit_per_signal_contributions(mem):

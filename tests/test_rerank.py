@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 import pytest_asyncio
 from devserver_fixture import dev_server, tenants  # noqa: F401
+from helpers import hash_memory
 from standin import JsonStandIn
 
 from amem_db import Memory
@@ -52,7 +53,7 @@ def passage(i: int) -> str:
 
 @pytest.fixture(scope="module")
 async def mem(db):
-    m = Memory(db, embedder=HASH)
+    m = hash_memory(db)
     for i in range(40):
         await m.documents.ingest_text(passage(i), source=f"p{i}")
     return m

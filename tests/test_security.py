@@ -19,7 +19,7 @@ from surrealdb import RecordID
 from surrealdb.errors import NotAllowedError, NotFoundError
 
 from amem_db import access
-from amem_db.connection import Target, open_connection
+from amem_db.connection import Target, close_quietly, open_connection
 from amem_db.db import call, plain
 from amem_db.embedding import get_embedder
 from amem_db.errors import AmemError, AuthenticationFailed, NotFound, PermissionDenied
@@ -73,10 +73,19 @@ class World:
 async def world(dev_server):
     grants = {"tenant-a": dict(read=[], write=["org/a"]), "tenant-b": dict(read=[], write=["org/b"]),
               "reader-a-team": dict(read=["org/a/team"], write=[]),
-              "admin-a": dict(read=["org/a"], write=[], admin=True),
-              "doomed": dict(read=["org/a"], write=["org/a"])}
+              "admin-a": dict(read=["org/a"], write=[], admin=True)}
     async with tenants(dev_server, "sec", grants) as t:
         yield await _world(t)
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def doomed(world):
+    """A credential of one test alone (reads and writes org/a): revoking it changes nothing the module's other tests see."""
+    name = unique_name("doomed")
+    _, key = await access.grant(world.root, name, read=["org/a"], write=["org/a"])
+    conn = await open_connection(Target(url=world.url, ns=world.ns, db="test", key=key))
+    yield name, key, conn
+    await close_quietly(conn)
 
 
 async def _world(t) -> World:
@@ -462,22 +471,22 @@ async def test_reader_sees_only_its_subtree_and_admin_function(world):
     assert out["documents"] == N_DOCS
 
 
-async def test_revoke_cuts_live_sessions_and_signin(world):
+async def test_revoke_cuts_live_sessions_and_signin(world, doomed):
     w = world
-    d = w.conns["doomed"]
+    name, key, d = doomed
     (n_before,) = await d.query("SELECT count() FROM document GROUP ALL")
     assert n_before[0]["count"] == N_DOCS
-    await access.revoke(w.root, "doomed")
+    await access.revoke(w.root, name)
     (n_after,) = await d.query("SELECT count() FROM document GROUP ALL")
     assert n_after in ([], [{"count": 0}])
     with pytest.raises(PermissionDenied):
         await call(d, "fn::amem::documents::ingest", {"text": "hello", "scopes": ["org/a"]}, None)
     with pytest.raises(AuthenticationFailed):
-        await open_connection(Target(url=w.url, ns=w.ns, db="test", key=w.keys["doomed"]))
+        await open_connection(Target(url=w.url, ns=w.ns, db="test", key=key))
     with pytest.raises(AuthenticationFailed):
         await open_connection(Target(url=w.url, ns=w.ns, db="test", key="tenant-a:wrong-secret"))
     listed = {k["name"]: k for k in await access.list_keys(w.root)}
-    assert listed["doomed"]["revoked"] and "key_hash" not in listed["doomed"]
+    assert listed[name]["revoked"] and "key_hash" not in listed[name]
     with pytest.raises(PermissionDenied):  # a key cannot mint keys
         await access.grant(w.A, "x", read=["org"], write=[])
 

@@ -13,10 +13,10 @@ import itertools
 import re
 
 import pytest
+from helpers import hash_memory
 
-from amem_db import EmbeddingMismatch, InvalidInput, Memory
+from amem_db import EmbeddingMismatch, InvalidInput
 from amem_db.db import call
-from amem_db.embedding import get_embedder
 
 _n = itertools.count()
 
@@ -27,7 +27,7 @@ def person(prefix: str = "Tier") -> str:
 
 @pytest.fixture(scope="module")
 async def mem(db):
-    m = Memory(db, embedder=get_embedder("hash:384"))
+    m = hash_memory(db)
     # a background of passages, so that ordinary queries have plenty of hits
     await m.facts.write({"text": " ".join(f"Note {i}: the harbour crane moved {i} containers of grain." for i in range(40)),
                          "category": "knowledge"})

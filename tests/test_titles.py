@@ -12,9 +12,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import drop, make_target
+from helpers import drop, make_target, mem  # noqa: F401  (mem is a fixture)
 
-from amem_db.client import Memory
 from amem_db.connection import close_quietly, open_connection
 from amem_db.db import call
 from amem_db.embedding import get_embedder
@@ -48,11 +47,6 @@ async def copies(conn, source: str) -> list[dict]:
 async def bm25_sources(conn, q: str) -> list[str]:
     (rows,) = await conn.query("SELECT VALUE document.source FROM chunk_fts WHERE text @1,OR@ $q", {"q": q})
     return sorted(set(rows))
-
-
-@pytest.fixture(scope="module")
-async def mem(db):
-    return Memory(db, embedder=HASH)
 
 
 async def test_the_copy_leads_with_the_title_and_the_chunk_keeps_the_source_text(db):

@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 from devserver_fixture import dev_server, tenants  # noqa: F401
+from helpers import hash_memory, own_db  # noqa: F401  (own_db: a fixture)
 
-from amem_db import InvalidInput, Memory, NotFound, PermissionDenied, SyncMemory
+from amem_db import InvalidInput, NotFound, PermissionDenied, SyncMemory
 from amem_db.db import call, plain
 from amem_db.embedding import get_embedder
 from amem_db.ingest import Item, ingest_items
@@ -35,12 +36,23 @@ DOCS = ["The Zorblat engine burns kerosene at high pressure.", "Kerosene storage
 Q = "zorblat engine kerosene"
 
 
-@pytest.fixture(scope="module")
-async def mem(db):
-    m = Memory(db, embedder=get_embedder(HASH))
+async def loaded(conn):
+    m = hash_memory(conn)
     for i, text in enumerate(DOCS):
         await m.documents.ingest_text(text, title=f"d{i}", source=f"d{i}.md")
     return m
+
+
+@pytest.fixture(scope="module")
+async def mem(db):
+    return await loaded(db)
+
+
+@pytest.fixture
+async def traced(own_db):
+    """DOCS in a database of this test alone: for a test that counts every trace, sets a
+    retention cap or leaves verdicts that would move the module's other rankings."""
+    return await loaded(own_db)
 
 
 async def count(db, table: str) -> int:
@@ -48,17 +60,13 @@ async def count(db, table: str) -> int:
     return rows[0]["count"] if rows else 0
 
 
-async def clear(db) -> None:
-    await db.query("DELETE retrieval_trace; DELETE trace_feedback; DELETE amem_setting:traces;")
-
-
 def ids(results) -> list[str]:
     return [h.chunk.id for h in results]
 
 
 # --- list / get / stats --------------------------------------------------------------------
-async def test_list_is_newest_first_and_filters_by_mode_time_and_tier(mem, db):
-    await clear(db)
+async def test_list_is_newest_first_and_filters_by_mode_time_and_tier(traced):
+    mem, db = traced, traced.conn
     await mem.documents.query(Q, k=3, threshold=-1)
     await mem.recall(Q, k=3)
     middle = datetime.now(UTC)
@@ -114,8 +122,8 @@ async def test_get_returns_the_stored_trace_without_its_embedding_and_none_when_
         await mem.traces.get("chunk:abc")
 
 
-async def test_stats_counts_rates_and_percentiles_match_a_python_reference(mem, db):
-    await clear(db)
+async def test_stats_counts_rates_and_percentiles_match_a_python_reference(traced):
+    mem, db = traced, traced.conn
     for _ in range(3):
         await mem.documents.query(Q, k=3, threshold=-1)
     for _ in range(2):
@@ -146,8 +154,8 @@ def percentile(sorted_values: list[float], p: float) -> float:
 
 
 # --- retention ----------------------------------------------------------------------------
-async def test_count_cap_keeps_the_newest_traces(mem, db):
-    await clear(db)
+async def test_count_cap_keeps_the_newest_traces(traced):
+    mem, db = traced, traced.conn
     assert (await mem.traces.retention()).max_count is None  # off by default
     set_ = await mem.traces.retention(max_count=4)
     assert set_.max_count == 4 and set_.per_write == 8
@@ -157,11 +165,10 @@ async def test_count_cap_keeps_the_newest_traces(mem, db):
     await mem.traces.retention(max_count=0)  # off again: nothing more is deleted
     await mem.documents.query("kerosene", mode="bm25", k=1)
     assert await count(db, "retrieval_trace") == 5
-    await clear(db)
 
 
-async def test_age_cap_deletes_old_traces_at_most_eight_per_write(mem, db):
-    await clear(db)
+async def test_age_cap_deletes_old_traces_at_most_eight_per_write(traced):
+    mem, db = traced, traced.conn
     old = (datetime.now(UTC) - timedelta(days=2)).isoformat()
     await db.query("FOR $i IN 0..11 { CREATE retrieval_trace CONTENT {query: 'old', mode: 'bm25', options: {}, legs: {}, hits: [], "
                    "timings: {}, created_at: <datetime> $old} }", {"old": old})
@@ -176,17 +183,16 @@ async def test_age_cap_deletes_old_traces_at_most_eight_per_write(mem, db):
     (left,) = await db.query("SELECT VALUE query FROM retrieval_trace")
     assert "old" not in left and sorted(left) == ["kerosene", "kerosene", "recent"]
     assert (await mem.traces.retention(max_age=3600)).max_age == "1h"
-    await clear(db)
 
 
 @pytest.mark.parametrize(("kw", "field"), [({"max_age": "soon"}, "maxAge"), ({"max_age": -1}, "maxAge"),
                                            ({"max_count": -3}, "maxCount"), ({"max_count": 1.5}, "maxCount")])
-async def test_bad_retention_is_a_typed_error_and_changes_nothing(mem, db, kw, field):
+async def test_bad_retention_is_a_typed_error_and_changes_nothing(traced, kw, field):
+    mem = traced
     await mem.traces.retention(max_count=100)
     with pytest.raises(InvalidInput, match=field):
         await mem.traces.retention(**kw)
     assert (await mem.traces.retention()).max_count == 100
-    await clear(db)
 
 
 # --- explain -------------------------------------------------------------------------------
@@ -233,10 +239,10 @@ FUSIONS = {"zscore": {}, "rrf": {"fusion": "rrf"}}  # the default score fusion, 
 
 
 @pytest.mark.parametrize("fusion", list(FUSIONS))
-async def test_feedback_helps_the_marked_query_and_can_be_switched_off(mem, db, fusion):
+async def test_feedback_helps_the_marked_query_and_can_be_switched_off(traced, fusion):
+    mem = traced
     # the boost is a share of the fused scores' spread, so it moves a hit under RRF (scores
     # close together) as under z-score fusion (spread over 0.3-1.0)
-    await clear(db)
     f = FUSIONS[fusion]
     before = await mem.documents.query(Q, k=4, threshold=-1, **f)
     marked = ids(before.results)[3]
@@ -267,10 +273,10 @@ async def test_feedback_helps_the_marked_query_and_can_be_switched_off(mem, db, 
 
 
 @pytest.mark.parametrize("fusion", list(FUSIONS))
-async def test_a_wrong_mark_demotes_a_hit_under_either_fusion(mem, db, fusion):
+async def test_a_wrong_mark_demotes_a_hit_under_either_fusion(traced, fusion):
+    mem = traced
     # bounded: a verdict moves a hit by at most half the spread of the top fused scores, so
     # hit 2 (not the top one, which leads both legs here) falls below hit 4
-    await clear(db)
     f = FUSIONS[fusion]
     before = await mem.documents.query(Q, k=4, threshold=-1, **f)
     second, fourth = ids(before.results)[1], ids(before.results)[3]
@@ -282,8 +288,8 @@ async def test_a_wrong_mark_demotes_a_hit_under_either_fusion(mem, db, fusion):
     assert entry is None or (entry["verdict"] == "wrong" and -0.5 * entry["spread"] <= entry["delta"] < 0)
 
 
-async def test_feedback_in_recall_helps_and_wrong_demotes(mem, db):
-    await clear(db)
+async def test_feedback_in_recall_helps_and_wrong_demotes(traced):
+    mem, db = traced, traced.conn
     before = await mem.recall(Q, k=4, include=["passages"])
     top, fourth = before.hits[0].id, before.hits[3].id
     await mem.traces.feedback(before.trace["id"], fourth, "useful")
@@ -315,8 +321,8 @@ async def test_bad_feedback_is_a_typed_error_and_writes_nothing(mem, db, hit, ve
 
 
 @pytest.mark.parametrize("fusion", list(FUSIONS))
-async def test_an_owner_side_caller_gets_only_its_own_feedback(mem, db, fusion):
-    await clear(db)
+async def test_an_owner_side_caller_gets_only_its_own_feedback(traced, fusion):
+    mem, db = traced, traced.conn
     emb = await mem.embed_query(Q)
     opts = {"k": 4, "threshold": -1, **FUSIONS[fusion]}
     base = await call(db, "fn::amem::documents::query", Q, emb, opts | {"caller": "app-1"})
@@ -525,10 +531,10 @@ async def test_another_tenants_feedback_never_moves_my_ranking(world):
 
 
 # --- replay: eval --from-traces ----------------------------------------------------------------
-async def test_replay_scores_the_judged_queries_with_each_signal_switched_off(mem, db):
+async def test_replay_scores_the_judged_queries_with_each_signal_switched_off(traced):
+    mem, db = traced, traced.conn
     from amem_db.traces_replay import ndcg, recall_at, replay
 
-    await clear(db)
     assert (await replay(db, k=4))["queries"] == 0  # no verdicts: nothing to score
     first = await mem.documents.query(Q, k=4, threshold=-1)
     useful = ids(first.results)[3]

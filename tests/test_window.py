@@ -12,10 +12,10 @@ import json
 from datetime import UTC, datetime
 
 import pytest
+from helpers import mem  # noqa: F401  (a fixture)
 
-from amem_db import InvalidInput, Memory
+from amem_db import InvalidInput
 from amem_db.db import plain
-from amem_db.embedding import get_embedder
 
 # Friday 15 March 2024, 10:00 UTC: its week starts Monday 11 March
 NOW = "2024-03-15T10:00:00Z"
@@ -122,11 +122,6 @@ def test_the_table_is_large_and_has_negatives():
 
 # --- recall ----------------------------------------------------------------------------
 _n = itertools.count()
-
-
-@pytest.fixture(scope="module")
-async def mem(db):
-    return Memory(db, embedder=get_embedder("hash:384"))
 
 
 async def hikes(mem) -> tuple[str, dict[str, str]]:

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from ..connection import Target, close_quietly, open_connection, resolve_target
 from ..errors import AmemError, InvalidInput
@@ -176,7 +177,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 def fail(exc: AmemError) -> typer.Exit:
     """Print ``error (code): message`` as one line on stderr; the Exit to raise."""
     first = (str(exc).strip().splitlines() or [""])[0]
-    err.print(f"[red]error[/] ({exc.code}): {first}", highlight=False)
+    # escaped: a message's own brackets (`pip install 'amem-db[bench]'`) are not rich markup
+    err.print(f"[red]error[/] ({exc.code}): {escape(first)}", highlight=False)
     return typer.Exit(EXIT_ERROR)
 
 

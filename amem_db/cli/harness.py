@@ -92,7 +92,7 @@ async def eval_command(
 
     --url (e.g. mem://) replaces the cached database; --embedder picks the model.
 
-    Example: amem-db eval /work/shared/datasets/scifact --modes bm25,vector,hybrid --compare old/report.json
+    Example: amem-db eval ../shared/datasets/scifact --modes bm25,vector,hybrid --compare old/report.json
     """
     require_extra(["ranx", "matplotlib"], "eval")
     from ..embedding import get_embedder
@@ -240,8 +240,8 @@ def bench_command(
     recall_sizes: str = typer.Option("1000,10000", help="sizes at which the amem run also writes memory and times recall (100k adds ~30 min of writes)"),
     backend: str = typer.Option("surrealkv", help="engine storage for the amem runs: surrealkv (the product's default; the bulk load reopens the engine past its WAL limit, docs/ENGINE-ISSUES.md #8), mem, surrealkv+versioned, file"),
     batch: int = typer.Option(50, help="rows per INSERT statement in the amem bulk load"),
-    data_root: Path = typer.Option(Path("/work/shared/datasets"), envvar="AMEM_DATASETS",
-                                   help="where the BEIR collections live (env AMEM_DATASETS)"),
+    data_root: Path | None = typer.Option(None, envvar="AMEM_DATASETS", show_default="../shared/datasets beside the repository",
+                                          help="where the BEIR collections live (env AMEM_DATASETS)"),
     datasets: str = typer.Option("scifact,cranfield,cisi", help="collections the passages are cut from"),
     out_dir: Path = typer.Option(Path("results/bench"), "--out", help="report folder (bench.json, report.md, latency.png)"),
     timeout: float = typer.Option(7200, help="seconds before one system/size run is abandoned (amem at 100k on surrealkv took 40 min)"),

@@ -57,23 +57,36 @@ async def migrate(
         out.print("dry run: the plan was checked inside a cancelled transaction; nothing changed")
 
 
-async def status(session: Session, as_json: bool = json_option("machine-readable output")) -> None:
-    """Show the engine version, settings, applied / pending / drifted scripts and the schema.
+async def status(session: Session, as_json: bool = json_option("machine-readable output"),
+                 verbose: bool = typer.Option(False, "--verbose", "-v", help="list every file, table, index, analyzer and function")) -> None:
+    """Show the engine version, settings, applied / pending / drift counts per kind and the schema's size.
 
-    Exits 1 on drift, a missing or an out-of-order migration. Example: amem-db status
+    --verbose lists every script and the schema by name. Exits 1 on drift, a missing or an out-of-order migration. Example: amem-db status --verbose
     """
-    await _status(session, as_json)
+    await _status(session, as_json, verbose)
 
 
-async def verify(session: Session, as_json: bool = json_option("machine-readable output")) -> None:
+async def verify(session: Session, as_json: bool = json_option("machine-readable output"),
+                 verbose: bool = typer.Option(False, "--verbose", "-v", help="list every file, table, index, analyzer and function")) -> None:
     """Alias of status: exits 1 on drift, missing or out-of-order migrations.
 
     Example: amem-db verify
     """
-    await _status(session, as_json)
+    await _status(session, as_json, verbose)
 
 
-async def _status(session: Session, as_json: bool) -> None:
+# drift: an applied migration whose file changed, a deleted one, or one older than the last applied
+DRIFT_STATES = ("drifted", "missing", "out_of_order")
+
+
+def state_counts(states: list[Any], kind: str) -> dict[str, int]:
+    """{applied, pending, drift} of one kind of file; a changed desired-state file is pending (migrate re-applies it)."""
+    mine = [f.state for f in states if f.kind == kind]
+    return {"applied": mine.count("applied"), "pending": mine.count("pending") + mine.count("changed"),
+            "drift": sum(mine.count(d) for d in DRIFT_STATES)}
+
+
+async def _status(session: Session, as_json: bool, verbose: bool = False) -> None:
     target = session.target()
     conn = await session.connection()
     version = await conn.version()
@@ -86,11 +99,13 @@ async def _status(session: Session, as_json: bool) -> None:
         tinfo = (await conn.query(f"INFO FOR TABLE {t}"))[0] or {}
         indexes[t] = sorted(tinfo.get("indexes", {}))
     lock = await m.lock_holder()
+    kinds = sorted({f.kind for f in plan.states}, key=lambda k: (k != "migration", k))  # migrations apply first
     report: dict[str, Any] = {
         "engine": version,
         "package": __version__,
         "target": target.describe(),
         "settings": plan.settings.model_dump(),
+        "counts": {kind: state_counts(plan.states, kind) for kind in kinds},
         "files": [{"key": f.key, "kind": f.kind, "state": f.state, "applied_at": str(f.applied_at or "")} for f in plan.states],
         "tables": tables,
         "indexes": indexes,
@@ -112,15 +127,26 @@ async def _status(session: Session, as_json: bool) -> None:
     out.print(f"engine     {version}  (amem-db {__version__})")
     out.print(f"database   {report['target']}")
     out.print(f"settings   {report['settings']}")
-    files = Table("kind", "file", "state", "applied at")
+    for kind, n in report["counts"].items():
+        drift = f"[red]{n['drift']} drift[/]" if n["drift"] else "0 drift"
+        pending = f"[yellow]{n['pending']} pending[/]" if n["pending"] else "0 pending"
+        out.print(f"{kind:10} {n['applied']} applied, {pending}, {drift}")
     colour = {"applied": "green", "pending": "yellow", "changed": "yellow"}
-    for f in plan.states:
-        files.add_row(f.kind, f.key, f"[{colour.get(f.state, 'red')}]{f.state}[/]", str(f.applied_at or ""))
-    out.print(files)
-    out.print(f"tables     {len(tables)}: {', '.join(tables)}")
-    out.print(f"indexes    {sum(map(len, indexes.values()))}: " + ", ".join(i for v in indexes.values() for i in v))
-    out.print(f"analyzers  {', '.join(report['analyzers'])}")
-    out.print(f"functions  {len(report['functions'])}: {', '.join(report['functions'])}")
+    if verbose:
+        files = Table("kind", "file", "state", "applied at")
+        for f in plan.states:
+            files.add_row(f.kind, f.key, f"[{colour.get(f.state, 'red')}]{f.state}[/]", str(f.applied_at or ""))
+        out.print(files)
+        out.print(f"tables     {len(tables)}: {', '.join(tables)}")
+        out.print(f"indexes    {sum(map(len, indexes.values()))}: " + ", ".join(i for v in indexes.values() for i in v))
+        out.print(f"analyzers  {', '.join(report['analyzers'])}")
+        out.print(f"functions  {len(report['functions'])}: {', '.join(report['functions'])}")
+    else:
+        for f in plan.states:  # drift is named even without --verbose: it is what needs attention
+            if f.state in DRIFT_STATES:
+                out.print(f"  [{colour.get(f.state, 'red')}]{f.state}[/] {f.kind} {f.key}")
+        out.print(f"schema     {len(tables)} tables, {sum(map(len, indexes.values()))} indexes, "
+                  f"{len(report['analyzers'])} analyzers, {len(report['functions'])} functions (--verbose lists them)")
     if plan.stale_functions or plan.stale_desired:
         out.print(f"[yellow]stale[/]      the next migrate removes {', '.join([f'fn::{n}' for n in plan.stale_functions] + plan.stale_desired)}")
     if lock:

@@ -266,4 +266,5 @@ async def recall(
     print_cursor(response)
     if response.get("answer"):  # tier 2
         out.print(f"reused answer {response['reusedFrom']}: {escape(response['answer']['text'])}")
-    out.print(f"tier {response.get('tier')}: {escape(response.get('tierReason') or '')}")
+    # tierReason already opens with "tier N: " (fn::amem::tiers::*); the bare tier only when it is absent
+    out.print(escape(response.get("tierReason") or f"tier {response.get('tier')}"))

@@ -4,7 +4,8 @@ answered by recall, and evidence retrieval is scored per question category.
 
 A conversation collection is a BEIR-like folder whose corpus lines carry
 ``metadata = {conversation, session, speaker, observed_at, dia_id}``
-(``/work/shared/datasets/locomo``, SOURCE.md there). What one run does:
+(``locomo`` in the shared datasets folder, ``../shared/datasets`` or
+``$AMEM_DATASETS``; SOURCE.md there). What one run does:
 
 1. **Write, cached.** Every turn of the split's conversations goes through the
    product's batched memory write path, ``mem.facts.write_many`` (=

@@ -4,7 +4,7 @@ product schema):
 
 * ``hnsw-curve``: recall@10 and recall@256 against exact numpy search, and
   latency, over a range of search EF after a blocking ``REBUILD INDEX``, beside
-  hnswlib with the same M / EFC (scripts/measure_hnsw_ef.py folded into the
+  hnswlib with the same M / EFC (scripts/speed/measure_hnsw_ef.py folded into the
   bench, on the bench's own corpus at each size). All the bench's queries are
   used: recall is exact whatever the machine's load.
 * ``vector-split`` (issue 14 item 4, measurement only): does decoding the vector

@@ -11,8 +11,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..paths import datasets_root, require_collections
+
 DEFAULT_DATASETS = ("scifact", "cranfield", "cisi")
-DEFAULT_DATA_ROOT = Path("/work/shared/datasets")
 DATA_VERSION = 1
 PERTURB_NORM = 0.1
 
@@ -55,7 +56,7 @@ async def chunk_documents(docs: list[dict[str, Any]], progress: Progress | None)
 
 
 def build_data(data_dir: Path, embedder: Any, *, datasets: tuple[str, ...] = DEFAULT_DATASETS,
-               data_root: Path = DEFAULT_DATA_ROOT, queries_per_dataset: int = 40,
+               data_root: Path | None = None, queries_per_dataset: int = 40,
                progress: Progress | None = None) -> dict[str, Any]:
     """Passages, their vectors and the bench queries, cached in ``data_dir``."""
     import numpy as np
@@ -67,12 +68,13 @@ def build_data(data_dir: Path, embedder: Any, *, datasets: tuple[str, ...] = DEF
         meta: dict[str, Any] = json.loads(paths["meta"].read_text())
         if meta.get("version") == DATA_VERSION and meta.get("embedder") == embedder.name:
             return meta
+    root = require_collections(data_root or datasets_root(), datasets)  # only a cold cache reads them
     data_dir.mkdir(parents=True, exist_ok=True)
     per_ds: list[list[dict[str, Any]]] = []
     queries: list[str] = []
     for name in datasets:
         ds_docs = []
-        corpus = data_root / name / "corpus.jsonl"
+        corpus = root / name / "corpus.jsonl"
         with open(corpus) as fh:
             for line in fh:
                 if line.strip():
@@ -81,7 +83,7 @@ def build_data(data_dir: Path, embedder: Any, *, datasets: tuple[str, ...] = DEF
                         ds_docs.append({"key": f"{name}-{o['_id']}", "title": o.get("title") or None,
                                         "source": f"{corpus}#{o['_id']}", "text": o["text"]})
         per_ds.append(ds_docs)
-        with open(data_root / name / "queries.jsonl") as fh:
+        with open(root / name / "queries.jsonl") as fh:
             qs = [json.loads(line)["text"] for line in fh if line.strip()]
         queries += qs[:queries_per_dataset]
     # interleave documents round-robin so every size holds all three collections

@@ -14,9 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..paths import datasets_root
 from .amem import worker_amem, worker_amem_ingest
 from .curve import SPLIT_MAX_SIZE, worker_hnsw_curve, worker_vector_split
-from .data import DEFAULT_DATA_ROOT, DEFAULT_DATASETS, Progress, build_data
+from .data import DEFAULT_DATASETS, Progress, build_data
 from .measure import machine_description
 from .peers import worker_lancedb, worker_python
 from .report import plot_latency, render_markdown
@@ -94,9 +95,10 @@ def run_worker(args: dict[str, Any], timeout: float, log: Path | None = None) ->
 def run_bench(*, sizes: list[int], systems: list[str], out_dir: Path, embedder: Any, embedder_spec: str | None,
               queries: int = 20, reps: int = 2, backend: str = "mem", batch: int = 50,
               ingest_sizes: list[int] | None = None, recall_sizes: list[int] | None = None,
-              throughput_sizes: list[int] | None = None, data_root: Path = DEFAULT_DATA_ROOT,
+              throughput_sizes: list[int] | None = None, data_root: Path | None = None,
               datasets: tuple[str, ...] = DEFAULT_DATASETS, timeout: float = 2700, keep_db: bool = False,
               progress: Progress | None = None) -> dict[str, Any]:
+    data_root = data_root or datasets_root()
     out_dir.mkdir(parents=True, exist_ok=True)
     data_dir = out_dir / "data"
     db_root = out_dir / "db"

@@ -1,0 +1,79 @@
+"""What the test modules share: the hash-embedder ``Memory`` fixture, a
+database for one test alone, and the fact builders.
+
+Fixtures are imported by name (``from helpers import mem  # noqa: F401``), as
+devserver_fixture's are; conftest.py keeps the per-module ``db``.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Any
+
+import pytest
+
+from amem_db import Memory
+from amem_db.connection import Target, close_quietly, open_connection
+from amem_db.embedding import get_embedder
+from amem_db.migrator import Migrator
+
+TEST_URL = os.environ.get("AMEM_TEST_URL")
+#: the fast deterministic embedder most tests use (named explicitly: no model load)
+HASH_SPEC = "hash:384"
+
+
+def make_target(prefix: str = "t") -> Target:
+    """A namespace of its own on the test engine (``mem://``, or ``AMEM_TEST_URL``)."""
+    ns = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    return Target(
+        url=TEST_URL or "mem://",
+        ns=ns,
+        db="test",
+        user=os.environ.get("AMEM_TEST_USER", "root") if TEST_URL else None,
+        password=os.environ.get("AMEM_TEST_PASS", "root") if TEST_URL else None,
+    )
+
+
+async def drop(conn: Any, target: Target) -> None:
+    if target.url.startswith("mem://"):
+        return  # the engine dies with the connection
+    try:
+        await conn.query(f"REMOVE NAMESPACE IF EXISTS {target.ns}")
+    except Exception:
+        pass
+
+
+def hash_memory(conn: Any) -> Memory:
+    """A ``Memory`` on ``conn`` with the hash embedder."""
+    return Memory(conn, embedder=get_embedder(HASH_SPEC))
+
+
+@pytest.fixture(scope="module")
+async def mem(db):
+    """The module's database as a hash-embedder ``Memory`` (the module's ``db`` underneath)."""
+    return hash_memory(db)
+
+
+@pytest.fixture
+async def own_db():
+    """A migrated database for this test alone: for assertions about everything a
+    table holds, or settings (a key declared multi-valued, a retention cap) that
+    would otherwise leak into the module's other tests."""
+    target = make_target("fn")
+    conn = await open_connection(target)
+    await Migrator(conn).migrate()
+    yield conn
+    await drop(conn, target)
+    await close_quietly(conn)
+
+
+# --- fact builders: the triples of fn::amem::facts::write --------------------------------
+def attr(who: str, key: str, value: Any, *, type: str = "person", entity: dict | None = None, **fields: Any) -> dict:
+    """An attribute triple of entity ``type``/``who``; ``entity`` adds fields (aliases) to the entity."""
+    return {"entity": {"type": type, "name": who, **(entity or {})}, "key": key, "value": value, **fields}
+
+
+def rel(who: str, key: str, target: str, *, ttype: str = "company", **fields: Any) -> dict:
+    """A relation triple from person ``who`` to entity ``ttype``/``target``."""
+    return {"entity": {"type": "person", "name": who}, "key": key, "target": {"type": ttype, "name": target}, **fields}
