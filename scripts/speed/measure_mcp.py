@@ -1,6 +1,6 @@
 """`amem-db mcp` start time and recall overhead (issue 28's "done when"; not a test: wall clock).
 
-python scripts/measure_mcp.py DATA_DIR [ROUNDS] > out.json
+python scripts/speed/measure_mcp.py DATA_DIR [ROUNDS] > out.json
 
 Builds (once) a migrated surrealkv database in DATA_DIR with the sample corpus and a few
 facts, then, in turn so machine load hits both alike:
@@ -30,7 +30,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from amem_db.client import Memory
 from amem_db.devserver import DevServer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 QUERIES = ["What is Alice Smith's role?", "how long do I have to return an unopened keyboard?",
            "Who owns the Returns Policy?", "MLWK3LL/A", "shipping rates for international orders"]
 

@@ -7,7 +7,7 @@ the machine's load. The store is filled by a bulk INSERT of rows shaped like the
 path's (entity, entity_name, attribute with a 384-d vector; their events run), which is
 far faster than writing them one by one.
 
-    PYTHONPATH=. python scripts/ab_reconcile_index.py --facts 10000 --rounds 4 --per 10
+    PYTHONPATH=. python scripts/speed/ab_reconcile_index.py --facts 10000 --rounds 4 --per 10
 """
 from __future__ import annotations
 

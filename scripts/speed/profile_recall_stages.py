@@ -1,6 +1,6 @@
 """Recall's stage table over one LoCoMo conversation (issue 24 item 2; docs/BENCHMARKS.md).
 
-  python scripts/profile_recall_stages.py [CONVERSATION] [QUESTIONS]
+  python scripts/speed/profile_recall_stages.py [CONVERSATION] [QUESTIONS]
 
 Writes the turns of one dev conversation through the product's memory path (the default
 embedder, cached), then recalls its questions as an agent does (hybrid, k 10, lens = the
@@ -16,15 +16,15 @@ import statistics
 import sys
 import time
 from collections import defaultdict
-from pathlib import Path
 
 from amem_db.client import Memory
 from amem_db.connection import Target, open_connection
 from amem_db.embedding import CachedEmbedder, get_embedder
 from amem_db.harness.locomo import lens_of, load_conversations, turn_request, write_turns
+from amem_db.harness.paths import datasets_root
 from amem_db.migrator import Migrator
 
-DATA = Path(os.environ.get("AMEM_DATASETS", Path(__file__).resolve().parents[1].parent / "shared" / "datasets"))
+DATA = datasets_root()
 
 
 def p50(xs: list[float]) -> float:

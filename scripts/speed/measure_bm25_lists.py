@@ -1,7 +1,7 @@
 """Issue 24's two BM25 designs, measured (docs/QUERY-DESIGN.md "BM25 at scale").
 
-  python scripts/measure_bm25_lists.py postings 2000    # impact-ordered posting rows: write and read cost
-  python scripts/measure_bm25_lists.py lists 4200 [URL] # champion lists (the built leg) vs the engine's statement
+  python scripts/speed/measure_bm25_lists.py postings 2000    # impact-ordered posting rows: write and read cost
+  python scripts/speed/measure_bm25_lists.py lists 4200 [URL] # champion lists (the built leg) vs the engine's statement
 
 ``postings`` writes passages of SciFact / Cranfield / CISI with one posting row per
 (token, passage) made by a stored function in the writing transaction, next to the same
@@ -19,16 +19,16 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from amem_db import bm25lists
 from amem_db.client import Memory
 from amem_db.connection import Target, open_connection
 from amem_db.embedding import get_embedder
+from amem_db.harness.paths import datasets_root
 from amem_db.migrator import Migrator
 
-DATA = Path(os.environ.get("AMEM_DATASETS", Path(__file__).resolve().parents[1].parent / "shared" / "datasets"))
+DATA = datasets_root()
 
 POSTINGS = """
 DEFINE TABLE p SCHEMALESS; DEFINE TABLE post SCHEMALESS; DEFINE TABLE q SCHEMALESS;
