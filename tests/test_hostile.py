@@ -616,6 +616,13 @@ async def test_numbers_render_as_a_person_writes_them(env):
         await call(a, "fn::amem::geo::stored", {"lat": 91.0, "lng": 0}, "location")
     with pytest.raises(InvalidInput, match=r"got 0\.5$"):
         await call(a, "fn::amem::recall", "x", None, {"mode": "bm25", "location": {"nearest": {"lat": 0, "lng": 0, "k": 0.5}}})
+    # the option checks of both read paths (every `got ' + <value>` message): no float suffix
+    for fn, opts in (("fn::amem::recall", {"k": 1.5}), ("fn::amem::recall", {"graphDepth": 1.5}),
+                     ("fn::amem::recall", {"rrfK": -2.5}), ("fn::amem::documents::query", {"rrfK": -2.5}),
+                     ("fn::amem::documents::query", {"vectorWeight": 1.5})):
+        with pytest.raises(InvalidInput) as info:
+            await call(a, fn, "x", None, {"mode": "bm25", **opts})
+        assert re.search(r"got -?\d+\.5\b", str(info.value)) and "5f" not in str(info.value), (fn, opts, str(info.value))
 
 
 async def test_invisible_and_control_characters_are_refused_naming_the_field(env):
