@@ -160,6 +160,18 @@ FUNCTIONS = {  # name -> strategy of the argument tuple
     # typed memory
     "fn::amem::facts::prepare": st.tuples(fact_request),
     "fn::amem::facts::write": st.tuples(fact_request, st.one_of(st.none(), hostile)),
+    "fn::amem::facts::write_many": st.tuples(st.one_of(st.lists(fact_request, max_size=3), hostile), st.one_of(st.none(), hostile)),
+    # the BM25 champion lists (surql/315): the build's steps, operator only, with their checks
+    "fn::amem::bm25::store": st.tuples(hostile, st.sampled_from(["chunk_fts", "audio_chunk_fts", "chunk"]), st.one_of(
+        st.lists(st.fixed_dictionaries({"list": hostile, "h": hostile, "top": st.one_of(hostile, st.lists(
+            st.fixed_dictionaries({"c": hostile, "s": hostile}), max_size=2))}), max_size=2), hostile)),
+    "fn::amem::bm25::impacts": st.tuples(st.one_of(st.lists(st.fixed_dictionaries({"tf": hostile, "df": hostile, "dl": hostile}),
+                                                             max_size=3), hostile),
+                                         st.one_of(st.fixed_dictionaries({"n": hostile, "avgdl": hostile}), hostile)),
+    "fn::amem::bm25::drop_build": st.tuples(hostile),
+    "fn::amem::bm25::begin": NO_ARGS,
+    "fn::amem::bm25::publish": st.tuples(hostile, hostile, hostile),
+    "fn::amem::bm25::status": NO_ARGS,
     "fn::amem::entities::get": st.tuples(hostile, hostile, st.one_of(st.none(), hostile, time_opts)),
     "fn::amem::entities::history": st.tuples(hostile, hostile, hostile, st.one_of(st.none(), hostile, time_opts)),
     "fn::amem::facts::diff": st.tuples(instant, instant, st.one_of(st.none(), hostile, time_opts)),
@@ -296,7 +308,8 @@ async def test_checksum_sees_one_changed_value(db):
 WRITES = {"fn::amem::documents::ingest", "fn::amem::ingest::batch", "fn::amem::documents::delete", "fn::amem::facts::write", "fn::amem::forget",
           "fn::amem::facts::declare_key", "fn::amem::mentions::link", "fn::amem::documents::recompute_links",
           "fn::amem::traces::feedback", "fn::amem::traces::retention", "fn::amem::answers::remember",
-          "fn::amem::termstats::store", "fn::amem::termstats::publish"}
+          "fn::amem::termstats::store", "fn::amem::termstats::publish", "fn::amem::facts::write_many",
+          "fn::amem::bm25::store", "fn::amem::bm25::drop_build"}
 
 
 def client_functions() -> set[str]:
@@ -304,7 +317,7 @@ def client_functions() -> set[str]:
     names: set[str] = set()
     for f in (Path(__file__).resolve().parent.parent / "amem_db").glob("*.py"):
         code = "\n".join(line.split("#", 1)[0] for line in f.read_text().splitlines())  # not the comments
-        names |= set(re.findall(r"fn::amem::[a-z_]+(?:::[a-z_]+)*", code))
+        names |= set(re.findall(r"fn::amem::[a-z0-9_]+(?:::[a-z0-9_]+)*", code))
     return names
 
 
