@@ -773,7 +773,7 @@ def check_golden(name: str, plan) -> str:
 # (golden name, function, a fragment of the statement, filter, parameters); the structural
 # assertions below say what each golden must show
 PLANS = {
-    "bm25_chunk": ("fn::amem::query::bm25_chunk", "search::score", "open", {"text": "return window"}),
+    "bm25_chunk": ("fn::amem::query::bm25_engine_chunk", "search::score", "open", {"text": "return window"}),
     "vector_chunk_hnsw": ("fn::amem::query::vector_chunk", "<|256,", "open", {"e": True}),
     "exact_chunk_documents": ("fn::amem::query::exact_chunk", "document IN $docs", "docs", {"e": True}),
     "exact_chunk_mime": ("fn::amem::query::exact_chunk", "WHERE mime_type IN $mimes", "mime", {"e": True}),
