@@ -8,7 +8,10 @@ devserver_fixture's are; conftest.py keeps the per-module ``db``.
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -77,3 +80,25 @@ def attr(who: str, key: str, value: Any, *, type: str = "person", entity: dict |
 def rel(who: str, key: str, target: str, *, ttype: str = "company", **fields: Any) -> dict:
     """A relation triple from person ``who`` to entity ``ttype``/``target``."""
     return {"entity": {"type": "person", "name": who}, "key": key, "target": {"type": ttype, "name": target}, **fields}
+
+
+def older_release(tmp_path: Path, before: str) -> tuple[Path, Path]:
+    """migrations/ and surql/ as a release before migration ``before`` (e.g. "0017"): the
+    later migrations removed, and the desired-state lines that name a table only they define
+    (``ALTER TABLE t``, ``... ON t``) dropped, since that release's surql/ did not have them."""
+    from amem_db.migrator import bundled_dir, render_dir
+
+    mig, surql = tmp_path / "migrations", tmp_path / "surql"
+    shutil.copytree(bundled_dir("migrations"), mig)
+    shutil.copytree(bundled_dir("surql"), surql)
+    defined = re.compile(r"DEFINE TABLE (?:OVERWRITE |IF NOT EXISTS )?(\w+)")
+    kept, later = set(), set()
+    for script in render_dir(mig, "migration", {}):  # rendered: tables named in jinja loops count too
+        (later if script.key >= before else kept).update(defined.findall(script.text))
+        if script.key >= before:
+            (mig / script.path.name).unlink()
+    new = later - kept
+    names = re.compile(rf"(?:ALTER TABLE|\bON) ({'|'.join(sorted(new))})\b") if new else None
+    for p in surql.glob("*.j2") if names else []:
+        p.write_text("".join(line for line in p.read_text().splitlines(keepends=True) if not names.search(line)))
+    return mig, surql

@@ -806,21 +806,18 @@ async def test_reinforcement_of_a_shared_entity_stays_in_each_tenants_scope(worl
 async def test_migration_0017_moves_single_scope_reinforcement_rows_and_drops_mixed_ones(tmp_path):
     """Issue 27 item 1, existing data: a 0008 row of one scope (or none) keeps its numbers
     under its per-scope id; a row of several scopes mixes tenants' activity and is dropped."""
-    import shutil
     from pathlib import Path
+
+    from helpers import older_release
 
     from amem_db.connection import close_quietly
     from amem_db.migrator import Migrator
 
     root = Path(__file__).resolve().parent.parent
-    before = tmp_path / "migrations"
-    before.mkdir()
-    for f in sorted((root / "migrations").glob("*.surql.j2")):
-        if f.name < "0017":
-            shutil.copy(f, before / f.name)
+    before, old_surql = older_release(tmp_path, "0017")
     conn = await open_connection(Target(url="mem://", ns=unique_name("m17"), db="test"))
     try:
-        await Migrator(conn, migrations_dir=before, surql_dir=root / "surql").migrate()
+        await Migrator(conn, migrations_dir=before, surql_dir=old_surql).migrate()
         await conn.query(
             "CREATE type::record('reinforcement', 'attribute:one') CONTENT {record: attribute:one, importance: 0.9, "
             "  last_reinforced_at: d'2026-01-01T00:00:00Z', times: 2, scopes: ['org/a']};"

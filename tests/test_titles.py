@@ -7,17 +7,15 @@ copies; the migration rewrites rows stored before it; mentions see the passage o
 from __future__ import annotations
 
 import itertools
-import re
-import shutil
 from pathlib import Path
 
 import pytest
-from helpers import drop, make_target, mem  # noqa: F401  (mem is a fixture)
+from helpers import drop, make_target, mem, older_release  # noqa: F401  (mem is a fixture)
 
 from amem_db.connection import close_quietly, open_connection
 from amem_db.db import call
 from amem_db.embedding import get_embedder
-from amem_db.migrator import Migrator, bundled_dir
+from amem_db.migrator import Migrator
 
 HASH = get_embedder("hash:384")
 _n = itertools.count()
@@ -130,23 +128,12 @@ async def test_mentions_see_the_passage_not_the_title(db):
 @pytest.fixture
 def old_release(tmp_path: Path):
     """migrations/ and surql/ as they were before titles reached the BM25 copy."""
-    mig, surql = tmp_path / "migrations", tmp_path / "surql"
-    shutil.copytree(bundled_dir("migrations"), mig)
-    shutil.copytree(bundled_dir("surql"), surql)
-    (mig / "0015_titles_in_bm25.surql.j2").unlink()
+    mig, surql = older_release(tmp_path, "0015")  # a migration after 0015 cannot be in the older release
     (surql / "045_titles.surql.j2").unlink()
     sync = surql / "040_fulltext_sync.surql.j2"
     src = sync.read_text()
     assert src.count('t == "chunk"') == 2
     sync.write_text(src.replace('t == "chunk"', "false"))  # the copy = the passage, as before
-    later = sorted(p.name for p in mig.iterdir() if p.name > "0015")
-    tables = set()
-    for name in later:  # a migration after 0015 cannot be in the older release ...
-        tables |= set(re.findall(r"DEFINE TABLE (?:OVERWRITE )?(\w+)", (mig / name).read_text()))
-        (mig / name).unlink()
-    perms = surql / "050_permissions.surql.j2"  # ... nor the permissions of the tables it adds
-    perms.write_text("".join(line for line in perms.read_text().splitlines(keepends=True)
-                             if not any(re.match(rf"ALTER TABLE {t}\b", line) for t in tables)))
     return mig, surql
 
 
