@@ -4,8 +4,8 @@ The BM25 leg reads one list per query token: the passages with the highest BM25 
 for it, at most ``BM25_LIST_SIZE``, so its cost does not grow with the table
 (docs/QUERY-DESIGN.md "BM25 at scale"). A build, run by ``amem-db maintain``:
 
-1. counts the term statistics afresh (amem_db/termstats.py: N, df, total length);
-2. ``begin``: from now on the sync events also copy every write into the recent tables;
+1. ``begin``: from now on the sync events also copy every write into the recent tables;
+2. counts the term statistics afresh (amem_db/termstats.py: N, df, total length);
 3. pages the copy tables in key order through ``rows_<table>`` (each row's analysed tokens,
    from the engine's analyser), counts tf here, has ``fn::amem::bm25::impacts`` compute the
    engine's BM25 impact of each (token, passage), and keeps each list's best entries, bounded;
@@ -100,8 +100,9 @@ async def build(conn: Any, *, size: int = BM25_LIST_SIZE) -> dict[str, Any]:
     """Build and publish the lists of every copy table; returns {gen, lists, rows, term_stats (the count it made), seconds}."""
     started = time.perf_counter()
     before = await status(conn)
-    counted, dfs = await termstats.count_with_df(conn)
+    # begin before counting: every row the count misses is then in the recent copy
     begun = await call(conn, "fn::amem::bm25::begin")
+    counted, dfs = await termstats.count_with_df(conn)
     gen = int(begun["gen"])
     await call(conn, "fn::amem::bm25::drop_build", gen)  # what a build that died left under this number
     tables: dict[str, dict[str, Any]] = {}

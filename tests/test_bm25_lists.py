@@ -238,3 +238,16 @@ async def test_a_listed_passage_changed_since_the_build_counts_by_its_new_text(m
     now = [t for t, _ in await leg(mem.conn, "cider frost soil")]
     assert not any(t.startswith("Field note 7:") for t in now)
     assert [t for t in before if not t.startswith("Field note 7:")][:3] == now[:3]
+
+
+async def test_a_row_written_during_a_build_counts_once(mem):
+    """A row written after a build began and before its scan reached it is in the lists and in
+    the recent copy alike (the next build clears the copy): it must come back once."""
+    await mem.documents.ingest_text("A note on damson and orchard frost.", source="during", embed=False)
+    await bm25lists.build(mem.conn)
+    (listed,) = await mem.conn.query("SELECT VALUE id FROM chunk_fts_recent")
+    assert listed == []  # in the lists only; now give it the recent copy a mid-build write leaves
+    await mem.conn.query("INSERT INTO chunk_fts_recent (SELECT type::record('chunk_fts_recent', record::id(id)) AS id, text, document,"
+                         " mime_type, scopes, geometry, recorded_at, passage_start FROM chunk_fts WHERE text CONTAINS 'damson')")
+    hits = [t for t, _ in await leg(mem.conn, "damson")]
+    assert hits == ["A note on damson and orchard frost."]
