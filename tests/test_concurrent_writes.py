@@ -16,7 +16,7 @@ The engine aborts one of two transactions that write the same records at once
   visits every row once.
 
 The default suite runs the short form (8 writers x 3 writes); ``AMEM_TEST_WRITES=M``
-sets M, and the ``slow`` test runs 8 x 25 (figures in docs/SECURITY.md)."""
+sets M, and with ``AMEM_TEST_LONG=1`` the ``slow`` test runs 8 x 25 (figures in docs/SECURITY.md)."""
 
 from __future__ import annotations
 
@@ -163,6 +163,7 @@ async def test_concurrent_writers_over_ws(dev_server):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("AMEM_TEST_LONG"), reason="the long form (~2.5 min) runs with AMEM_TEST_LONG=1; CI runs the short form (issue 27)")
 @pytest.mark.asyncio(loop_scope="module")
 async def test_concurrent_writers_long_form(dev_server):
     # the long form: 8 writers x 25 writes, both transports (docs/SECURITY.md "Concurrent writers")
