@@ -22,6 +22,15 @@ from pydantic.alias_generators import to_camel
 
 __all__ = [
     "Chunk",
+    "DiffRow",
+    "DoctorCheck",
+    "DoctorReport",
+    "DocumentVersion",
+    "FactChange",
+    "FactDiff",
+    "IndexStatus",
+    "MaintainReport",
+    "QueryWindow",
     "ChunkPage",
     "ContextHit",
     "Deleted",

@@ -29,7 +29,7 @@ from .client import Documents, Entities, Facts, Keywords, Memory
 from .embedding.base import Embedder
 from .traces import Traces
 
-__all__ = ["SyncDocuments", "SyncEntities", "SyncFacts", "SyncKeywords", "SyncMemory", "SyncTraces"]
+__all__ = ["SyncAnswers", "SyncDocuments", "SyncEntities", "SyncFacts", "SyncKeywords", "SyncMemory", "SyncTraces"]
 
 P = ParamSpec("P")
 R = TypeVar("R")

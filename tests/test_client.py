@@ -402,6 +402,17 @@ def test_star_import_exports_exactly_all():
     assert len(amem_db.__all__) == len(set(amem_db.__all__))
 
 
+@pytest.mark.parametrize("module", ["amem_db.models", "amem_db.sync"])
+def test_all_lists_every_public_class(module):
+    """Issue 29: a model or sync namespace added later cannot be left out of ``__all__``."""
+    import importlib
+
+    mod = importlib.import_module(module)
+    public = {n for n, v in vars(mod).items() if inspect.isclass(v) and v.__module__ == module and not n.startswith("_")}
+    assert public - set(mod.__all__) == set()
+    assert set(mod.__all__) <= set(vars(mod))
+
+
 def test_models_are_pydantic_with_aliases():
     hit = Hit.model_validate({"chunk": {"id": "chunk:a", "document": "document:a", "text": "t", "section": None,
                                         "position": 0, "charStart": 0, "charEnd": 1},
