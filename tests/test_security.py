@@ -611,7 +611,7 @@ async def test_record_users_cannot_define_tables(world):
     w = world
     for sql in ["CREATE squat_a:1 SET a = 1", "INSERT INTO squat_b { a: 1 }", "UPSERT squat_c:1 SET a = 1",
                 f"RELATE document:{w.a_docs[0]}->squat_d->document:{w.a_docs[1]}"]:
-        with pytest.raises(Exception, match="does not exist"):
+        with pytest.raises(NotFoundError, match=r"The table 'squat_[a-d]' does not exist"):
             await w.A.query(sql)
     (info,) = await w.root.query("INFO FOR DB")
     assert not [t for t in info["tables"] if t.startswith("squat")]
