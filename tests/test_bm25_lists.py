@@ -10,6 +10,7 @@ lists of its own grants.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 import pytest
@@ -251,3 +252,33 @@ async def test_a_row_written_during_a_build_counts_once(mem):
                          " mime_type, scopes, geometry, recorded_at, passage_start FROM chunk_fts WHERE text CONTAINS 'damson')")
     hits = [t for t, _ in await leg(mem.conn, "damson")]
     assert hits == ["A note on damson and orchard frost."]
+
+
+def test_cli_maintain_rebuilds_published_lists_and_says_so(tmp_path):
+    """`amem-db maintain` (a full pass) rebuilds lists that exist, and prints what it built."""
+    import os
+    import subprocess
+    import sys
+
+    url = f"surrealkv://{tmp_path}/data"
+    env = {**os.environ, "AMEM_EMBEDDER": "hash:384"}
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+    for i in range(3):
+        (tmp_path / f"n{i}.md").write_text(f"# Note {i}\n\nOrchard {WORDS[i]} report number {i}.\n")
+    assert run("-m", "amem_db", "--url", url, "migrate").returncode == 0
+    assert run("-m", "amem_db", "--url", url, "ingest", str(tmp_path)).returncode == 0
+    first = run("-c", "import asyncio, os\n"
+                      "from amem_db import bm25lists\n"
+                      "from amem_db.connection import Target, open_connection, close_quietly\n"
+                      "async def main():\n"
+                      f"    c = await open_connection(Target(url={url!r}, ns='amem', db='main'))\n"
+                      "    print((await bm25lists.build(c))['gen'])\n"
+                      "    await close_quietly(c)\n"
+                      "asyncio.run(main()); os._exit(0)")
+    assert first.returncode == 0 and first.stdout.strip() == "1", first.stderr
+    done = run("-m", "amem_db", "--url", url, "maintain")
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"built BM25 champion lists: build 2, \d+ lists over \d+ passages", done.stdout), done.stdout

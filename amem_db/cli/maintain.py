@@ -70,6 +70,9 @@ async def maintain(
         out.print("no index needed a rebuild" + (f" (threshold {threshold:.0%}, at least {min_rows} rows)" if auto else ""))
     if report.term_stats:  # the BM25 pruning's document frequencies (amem_db/termstats.py)
         out.print(f"counted term statistics: {report.term_stats['terms']} terms over {sum(report.term_stats['rows'].values())} passages")
+    if report.bm25_lists:  # the BM25 leg's champion lists (amem_db/bm25lists.py)
+        b = report.bm25_lists
+        out.print(f"built BM25 champion lists: build {b['gen']}, {b['lists']} lists over {sum(b['rows'].values())} passages in {b['seconds']:.1f} s")
     out.print(_status_table(await maint.status(conn, threshold=threshold, min_rows=min_rows)))
 
 
