@@ -61,3 +61,13 @@ def test_a_missing_collection_is_one_line_naming_the_fix(tmp_path):
     with pytest.raises(AmemError, match=r"^no cisi under .*: set AMEM_DATASETS or pass --data-root") as caught:
         require_collections(tmp_path, ("scifact", "cisi"))
     assert caught.value.code == "datasets_not_found" and os.linesep not in str(caught.value)
+
+
+def test_no_default_points_into_this_machines_temp_directory():
+    """A scratch default is the system temp directory (tempfile.gettempdir()) or a variable,
+    never a literal /tmp path written into the product or its scripts (docs/BACKENDS.md)."""
+    literal = re.compile(r"""["']/""" + "tmp" + r"""[/"']""")
+    offenders = [f"{p.relative_to(REPO_ROOT)}:{n}: {line.strip()[:120]}"
+                 for p in tree_files() if p.suffix == ".py" and p.is_file() and p.parts[len(REPO_ROOT.parts)] in ("amem_db", "scripts")
+                 for n, line in enumerate(p.read_text(errors="ignore").splitlines(), 1) if literal.search(line)]
+    assert not offenders, "literal /tmp defaults:\n" + "\n".join(offenders)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Soak-test an embedded SurrealDB storage backend (core 3.2.4 via surrealdb-embedded).
 
-For each backend URL scheme this script, in a fresh directory under /tmp:
+For each backend URL scheme this script, in a fresh directory under ROOT ($AMEM_SOAK_DIR, else the temp dir):
 
 1. defines the amem-db chunk schema (BM25 full-text index + HNSW index),
 2. bulk-inserts N chunks (default 150,000) with ``INSERT INTO chunk $rows RETURN NONE``
@@ -45,8 +45,8 @@ Backends (``--backend`` name -> URL):
     rocksdb              rocksdb://DIR   (refused by this SDK/build, kept to prove it)
     mem                  mem://          (no dir; for comparison only)
 
-Results go to /tmp/amem-soak/results/<backend>.json, progress logs to
-/tmp/amem-soak/logs/<backend>.log.
+Results go to ROOT/results/<backend>.json, progress logs to
+ROOT/logs/<backend>.log.
 """
 
 from __future__ import annotations
@@ -63,13 +63,15 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
 
 from amem_db.harness.paths import datasets_root
 
-ROOT = Path("/tmp/amem-soak")
+# scratch space: $AMEM_SOAK_DIR, else amem-soak in the system temp directory
+ROOT = Path(os.environ.get("AMEM_SOAK_DIR") or Path(tempfile.gettempdir()) / "amem-soak")
 DATASETS = str(datasets_root() / "*" / "corpus.jsonl")
 NS, DB = "soak", "soak"
 DIM = 384
@@ -433,8 +435,8 @@ async def worker_reopen(a) -> int:
 
 def dump_stacks(pid: int, dest: Path) -> str:
     parts = []
-    pyspy = shutil.which("py-spy") or "/tmp/soak-tools/bin/py-spy"
-    if os.path.exists(pyspy):
+    pyspy = shutil.which("py-spy")  # pip install py-spy (in any venv on PATH)
+    if pyspy:
         try:
             p = subprocess.run([pyspy, "dump", "--native", "--pid", str(pid)], capture_output=True,
                                text=True, timeout=90)
