@@ -13,10 +13,9 @@ import os
 import sys
 
 import pytest
-from helpers import drop, make_target
+from helpers import drop, make_target, migrated
 
 from amem_db.connection import close_quietly, open_connection
-from amem_db.migrator import Migrator
 
 
 @pytest.fixture(scope="module")
@@ -32,12 +31,8 @@ async def fresh_db():
 @pytest.fixture(scope="module")
 async def db():
     """A migrated database of this module's own."""
-    target = make_target("mod")
-    conn = await open_connection(target)
-    await Migrator(conn).migrate()
-    yield conn
-    await drop(conn, target)
-    await close_quietly(conn)
+    async for conn in migrated("mod"):
+        yield conn
 
 
 # --- exit cleanly, every time ------------------------------------------------------

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -58,17 +59,23 @@ async def mem(db):
     return hash_memory(db)
 
 
-@pytest.fixture
-async def own_db():
-    """A migrated database for this test alone: for assertions about everything a
-    table holds, or settings (a key declared multi-valued, a retention cap) that
-    would otherwise leak into the module's other tests."""
-    target = make_target("fn")
+async def migrated(prefix: str) -> AsyncIterator[Any]:
+    """A migrated database of its own (namespace ``<prefix>_<random>``), dropped after."""
+    target = make_target(prefix)
     conn = await open_connection(target)
     await Migrator(conn).migrate()
     yield conn
     await drop(conn, target)
     await close_quietly(conn)
+
+
+@pytest.fixture
+async def own_db():
+    """A migrated database for this test alone: for assertions about everything a
+    table holds, or settings (a key declared multi-valued, a retention cap) that
+    would otherwise leak into the module's other tests."""
+    async for conn in migrated("fn"):
+        yield conn
 
 
 # --- fact builders: the triples of fn::amem::facts::write --------------------------------

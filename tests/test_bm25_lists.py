@@ -41,21 +41,23 @@ async def bm25(conn, q: str) -> list[tuple[str, float]]:
     return [(h["chunk"]["text"], h["score"]) for h in resp["results"]]
 
 
-async def engine(conn, q: str) -> list[tuple[str, float]]:
-    """The engine's statement, called directly: (text, raw BM25) best first."""
+async def candidates(conn, fn: str, q: str) -> list[tuple[str, float]]:
+    """A BM25 function's candidates for the query's terms, unfiltered: (text, raw BM25) best first."""
     rows = (await conn.query(
         "LET $t = fn::amem::query::terms($q).text;"
-        "RETURN (fn::amem::query::bm25_engine_chunk($t, fn::amem::query::legs_filter({}, NONE))).map(|$r| [$r.id.text, $r.score]);",
+        f"RETURN ({fn}($t, fn::amem::query::legs_filter({{}}, NONE))).map(|$r| [$r.id.text, $r.score]);",
         {"q": q}))[-1]
     return [(t, s) for t, s in rows]
+
+
+async def engine(conn, q: str) -> list[tuple[str, float]]:
+    """The engine's statement, called directly (the reference)."""
+    return await candidates(conn, "fn::amem::query::bm25_engine_chunk", q)
 
 
 async def leg(conn, q: str) -> list[tuple[str, float]]:
-    rows = (await conn.query(
-        "LET $t = fn::amem::query::terms($q).text;"
-        "RETURN (fn::amem::query::bm25_chunk($t, fn::amem::query::legs_filter({}, NONE))).map(|$r| [$r.id.text, $r.score]);",
-        {"q": q}))[-1]
-    return [(t, s) for t, s in rows]
+    """The leg as the query runs it (the lists once a build is published)."""
+    return await candidates(conn, "fn::amem::query::bm25_chunk", q)
 
 
 @pytest.fixture(scope="module")
