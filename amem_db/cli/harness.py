@@ -229,8 +229,9 @@ def print_comparison(rows: list[dict[str, Any]]) -> None:
 def bench_command(
     session: Session,
     sizes: str = typer.Option("1000,10000,100000", help="corpus sizes in chunks, comma-separated"),
-    systems: str = typer.Option("amem,amem-ingest,lancedb,python,throughput,hnsw-curve,vector-split",
+    systems: str = typer.Option("amem,amem-ingest,agent-loop,lancedb,python,throughput,hnsw-curve,vector-split",
                                 help="amem (product query + raw engine floor), amem-ingest (the stored-function ingest path), "
+                                "agent-loop (one LoCoMo conversation replayed: remember a turn, recall a question; once, at the first size), "
                                 "lancedb, python (bm25s/numpy/hnswlib), throughput (queries/s, 1/2/4 clients), "
                                 "hnsw-curve (EF vs recall vs latency), vector-split (vectors out of the records, <= 10k)"),
     queries: int = typer.Option(20, help="timed queries per size and mode (after the warm-up)"),

@@ -29,8 +29,8 @@ async def worker_amem(n: int, data_dir: Path, db_root: Path, backend: str, queri
     from amem_db.errors import NotImplementedMode, from_engine_error
     from amem_db.migrator import Migrator
 
-    rows, vecs, qtexts, qvecs, meta = corpus_of(data_dir, n)
-    qtexts, qvecs = qtexts[:queries], qvecs[:queries]
+    rows, vecs, all_qtexts, all_qvecs, meta = corpus_of(data_dir, n)
+    qtexts, qvecs = all_qtexts[:queries], all_qvecs[:queries]
     db_path = db_root / f"amem-{n}"
     shutil.rmtree(db_path, ignore_errors=True)
     url = "mem://" if backend == "mem" else f"{backend}://{db_path}"
@@ -86,7 +86,13 @@ async def worker_amem(n: int, data_dir: Path, db_root: Path, backend: str, queri
         result["unavailable"] = unavailable
         # where the time goes inside the stored function (its own trace.timings), mean ms
         result["stages_ms"] = {m: {k: round(statistics.fmean(v), 2) for k, v in st.items()} for m, st in stages.items()}
-        result["recall@10"] = {"vector": recall_at(found_vec, truth, 10)}
+        # vector recall@10 over every query, not only the timed ones (a 20-query sample
+        # moved the 10k figure by 0.01: docs/BENCHMARKS.md); the rest run untimed
+        for text, v in zip(all_qtexts[len(qvecs):], all_qvecs[len(qvecs):]):
+            (res,) = await conn.query(q_sql, {"q": text, "e": v.tolist(), "o": {"mode": "vector", "k": 10, "threshold": -1}})
+            found_vec.append([chunk_index(h["chunk"]["id"]) for h in res["results"]])
+        result["recall@10"] = {"vector": recall_at(found_vec, exact_topk(vecs, all_qvecs, 10), 10),
+                               "vector_timed": recall_at(found_vec[:len(qvecs)], truth, 10), "vector_queries": len(found_vec)}
 
         # the raw engine floor, same data, one round trip each
         ef = max(int(result["settings"].get("candidate_pool", 256)), 64) if isinstance(result["settings"], dict) else 256

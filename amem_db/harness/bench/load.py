@@ -111,7 +111,10 @@ async def bulk_load(db: Reopener, rows: list[dict[str, Any]], vecs: Any, batch: 
 async def rebuild_each(db: Reopener) -> dict[str, float | None]:
     """Every HNSW index with unbuilt rows rebuilt, one at a time, the WAL checked before
     each: one REBUILD of 100k vectors wrote ~650 MB of WAL on surrealkv, so two in one
-    open came near the ~1.7 GB at which 3.2.4 hangs (docs/ENGINE-ISSUES.md #8)."""
+    open came near the ~1.7 GB at which 3.2.4 hangs (docs/ENGINE-ISSUES.md #8). Then the
+    BM25 champion lists when due, as the maintain at the end of an ingest builds them
+    (amem_db/bm25lists.py: from 2,000 passages), under the key ``bm25_lists``."""
+    from amem_db import bm25lists
     from amem_db.maintain import maintain as maintain_indexes
     from amem_db.maintain import status
 
@@ -120,6 +123,9 @@ async def rebuild_each(db: Reopener) -> dict[str, float | None]:
         if s.unbuilt > 0:
             report = await maintain_indexes(await db.if_wal_full(), auto=False, indexes=[s.index])
             out |= {r.index: r.seconds for r in report.rebuilt}
+    lists = await bm25lists.refresh(await db.if_wal_full(), auto=True)
+    if lists is not None:
+        out["bm25_lists"] = lists["seconds"]
     return out
 
 

@@ -10,6 +10,7 @@ is the figure: both run on the same engine, rows and machine state."""
 
 from __future__ import annotations
 
+import statistics
 import time
 from typing import Any
 
@@ -69,6 +70,7 @@ async def time_recall(conn: Any, qtexts: list[str], qvecs: Any, reps: int, model
     }
     lat: dict[str, list[float]] = {name: [] for name in calls}
     hits: dict[str, int] = {name: 0 for name in calls}
+    stages: dict[str, list[float]] = {}
     for name, (fn, opts) in calls.items():
         for qi, (text, v) in enumerate([(qtexts[0], qvecs[0])] * reps + list(zip(qtexts, qvecs))):
             t = time.perf_counter()
@@ -77,7 +79,24 @@ async def time_recall(conn: Any, qtexts: list[str], qvecs: Any, reps: int, model
             if qi >= reps:
                 lat[name].append(ms)
                 hits[name] += len(res.get("hits") or res.get("results") or [])
+                if name == "recall":
+                    for stage, x in recall_stages(res, ms).items():
+                        stages.setdefault(stage, []).append(x)
     out = {name: latency_summary(v) for name, v in lat.items()}
     p50 = {name: out[name].get("p50") for name in calls}
-    return {"latency_ms": out, "hits": hits,
+    return {"latency_ms": out, "hits": hits, "stages_p50_ms": {k: round(statistics.median(v), 2) for k, v in stages.items()},
             "ratio_p50": (p50["recall"] / p50["documents.query"]) if p50["recall"] and p50["documents.query"] else None}
+
+
+def recall_stages(res: dict[str, Any], round_trip_ms: float) -> dict[str, float]:
+    """One recall's stage table (its trace.timings.stages, the per-table ms inside both legs)
+    and what lies outside the stored function's clock: the round trip less queryMs."""
+    tr = res.get("trace") or {}
+    out = {"round trip": round_trip_ms, "in database (queryMs)": float(res.get("queryMs") or 0),
+           "outside (round trip - queryMs)": round_trip_ms - float(res.get("queryMs") or 0)}
+    out |= {k: float(v) for k, v in ((tr.get("timings") or {}).get("stages") or {}).items()}
+    legs = tr.get("legs") or {}
+    out |= {f"vector.{t}": float(row["ms"]) for t, row in ((legs.get("vector") or {}).get("tables") or {}).items()
+            if isinstance(row, dict) and "ms" in row}
+    out |= {f"bm25.{t}": float(ms) for t, ms in ((legs.get("bm25") or {}).get("ms") or {}).items()}
+    return out

@@ -11,9 +11,9 @@ from .amem import AMEM_MODES
 from .goals import curve_section, goals_section, machine_section, split_section, throughput_section
 
 
-def _get(results: list[dict[str, Any]], system: str, n: int) -> dict[str, Any] | None:
+def _get(results: list[dict[str, Any]], system: str, n: int | None) -> dict[str, Any] | None:
     for r in results:
-        if r.get("system") == system and r.get("size") == n and "error" not in r:
+        if r.get("system") == system and (n is None or r.get("size") == n) and "error" not in r:
             return r
     return None
 
@@ -28,6 +28,23 @@ def _ratio(a: float | None, b: float | None) -> str:
     if not a or not b:
         return "-"
     return f"{a / b:.2f}x"
+
+
+def _agent_loop_section(res: list[dict[str, Any]]) -> list[str]:
+    """The agent loop (bench/agent_loop.py): remember a turn, recall a question, turn by turn."""
+    r = _get(res, "agent-loop", None)
+    if r is None:
+        return []
+    w, a, late = r["write_ms"], r["recall_ms"], r["recall_last_quarter_ms"]
+    lines = ["", f"## Agent loop: LoCoMo {r['conversation']} replayed turn by turn ({r['turns']} turns, {r['backend']})", "",
+             "| call, ms | p50 | p95 |", "|---|---|---|",
+             f"| remember the turn (facts.write, one request) | {_ms(w['p50'])} | {_ms(w['p95'])} |",
+             f"| recall a question (hybrid, k 10, the conversation's lens) | {_ms(a['p50'])} | {_ms(a['p95'])} |",
+             f"| recall over the last quarter of the turns | {_ms(late['p50'])} | {_ms(late['p95'])} |", ""]
+    st = r.get("stages_last_quarter_p50_ms") or {}
+    if st:
+        lines += ["Recall's stages over the last quarter (p50 ms): " + ", ".join(f"{k} {_ms(v)}" for k, v in st.items()) + "."]
+    return lines
 
 
 def _recall_section(res: list[dict[str, Any]], sizes: list[int]) -> list[str]:
@@ -45,6 +62,12 @@ def _recall_section(res: list[dict[str, Any]], sizes: list[int]) -> list[str]:
                      f"{rc['passages_per_s']} / {rc['facts_per_s']} |")
     lines += ["", "Memory written through fn::amem::facts::write_many (groups of 16 requests, one passage or one fact each) with real vectors (the bench passages' own); "
               "recall includes facts and passages; both calls timed after the writes, on the same queries."]
+    staged = [(n, rc["stages_p50_ms"]) for n, rc in got if rc.get("stages_p50_ms")]
+    if staged:
+        names = list(dict.fromkeys(k for _, st in staged for k in st))
+        lines += ["", "### Inside fn::amem::recall (p50 ms per stage: trace.timings.stages, per table inside the legs)", "",
+                  "| stage | " + " | ".join(f"{n:,}" for n, _ in staged) + " |", "|---|" + "---|" * len(staged)]
+        lines += [f"| {k} | " + " | ".join(_ms(st.get(k)) for _, st in staged) + " |" for k in names]
     return lines
 
 
@@ -110,6 +133,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             cells.append(_ratio(a.get("p50"), b.get("p50")))
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines += _recall_section(res, sizes)
+    lines += _agent_loop_section(res)
     # where the product's time goes (its own trace timings)
     staged = [(n, r) for n in sizes if (r := _get(res, "amem", n)) and r.get("stages_ms")]
     if staged:

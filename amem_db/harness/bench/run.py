@@ -21,10 +21,11 @@ from .data import DEFAULT_DATASETS, Progress, build_data
 from .measure import machine_description
 from .peers import worker_lancedb, worker_python
 from .report import plot_latency, render_markdown
+from .agent_loop import worker_agent_loop
 from .throughput import worker_throughput
 
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
-DEFAULT_SYSTEMS = ("amem", "amem-ingest", "lancedb", "python", "throughput", "hnsw-curve", "vector-split")
+DEFAULT_SYSTEMS = ("amem", "amem-ingest", "agent-loop", "lancedb", "python", "throughput", "hnsw-curve", "vector-split")
 DEFAULT_INGEST_SIZES = (1_000, 10_000)
 DEFAULT_THROUGHPUT_SIZES = (1_000, 10_000)
 DEFAULT_OUT = Path("results") / "bench"
@@ -46,6 +47,8 @@ def worker_main(argv: list[str]) -> None:
         elif system == "amem-ingest":
             res = asyncio.run(worker_amem_ingest(n, Path(args["data_root"]), tuple(args["datasets"]), db_root,
                                                  args["backend"], args.get("embedder")))
+        elif system == "agent-loop":
+            res = asyncio.run(worker_agent_loop(Path(args["data_root"]), db_root, args["backend"], args.get("embedder")))
         elif system == "throughput":
             res = asyncio.run(worker_throughput(n, data_dir, db_root, args["backend"], args["queries"], args["batch"]))
         elif system == "hnsw-curve":
@@ -59,7 +62,7 @@ def worker_main(argv: list[str]) -> None:
         else:
             raise ValueError(f"unknown system {system}")
         if not args.get("keep_db"):
-            for p in db_root.glob(f"*-{n}"):
+            for p in [*db_root.glob(f"*-{n}"), db_root / "agent-loop"]:
                 shutil.rmtree(p, ignore_errors=True)
     except Exception as exc:  # reported, the orchestrator goes on
         import traceback
@@ -119,6 +122,8 @@ def run_bench(*, sizes: list[int], systems: list[str], out_dir: Path, embedder: 
                 continue
             if system == "vector-split" and n > SPLIT_MAX_SIZE:
                 continue
+            if system == "agent-loop" and n != sizes[0]:
+                continue  # one LoCoMo conversation: its size is its own (bench/agent_loop.py)
             if progress:
                 progress(f"{system} at {n:,} chunks")
             args = {"system": system, "size": n, "data_dir": str(data_dir), "db_root": str(db_root),
