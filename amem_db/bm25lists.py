@@ -77,7 +77,7 @@ async def _lists_of(conn: Any, table: str, stats: dict[str, Any], df: Counter[st
                         heapq.heappush(heap, entry)
                     elif entry > heap[0]:
                         heapq.heapreplace(heap, entry)
-        if len(got["rows"]) < SCAN_BATCH:
+        if got["paged"] < SCAN_BATCH:
             return heaps
         after = got["last"]
 

@@ -93,6 +93,11 @@ FACTS_PER_TRANSACTION = 16
 # lost 0.005 nDCG@10 on SciFact and nothing on Cranfield / CISI against the engine's
 # statement (docs/QUERY-DESIGN.md "BM25 at scale")
 BM25_LIST_SIZE = 1000
+# the text-only copies that have champion lists and term statistics (surql/310, 315): the
+# passage copies the document query reads, and the memory copies recall reads; the BM25
+# pruning of very common query words counts the passage copies only (surql/310)
+BM25_PASSAGE_TABLES = ("chunk_fts", "audio_chunk_fts")
+BM25_LIST_TABLES = (*BM25_PASSAGE_TABLES, "memory_chunk_fts", "attribute_fts")
 
 RENDER_CONTEXT: dict[str, object] = {
     "ingest_batch_max": INGEST_BATCH_MAX,
@@ -109,4 +114,6 @@ RENDER_CONTEXT: dict[str, object] = {
     "model_thresholds": dict(MODEL_THRESHOLDS),
     "default_bm25_max_df": DEFAULT_BM25_MAX_DF,
     "list_size": BM25_LIST_SIZE,
+    "bm25_passage_tables": list(BM25_PASSAGE_TABLES),
+    "bm25_list_tables": list(BM25_LIST_TABLES),
 }

@@ -22,9 +22,11 @@ import time
 from collections import Counter
 from typing import Any
 
+from .constants import BM25_LIST_TABLES
 from .db import call
 
-TABLES = ("chunk_fts", "audio_chunk_fts")
+#: every copy with champion lists (amem_db/bm25lists.py); the pruning reads the passage copies only
+TABLES = BM25_LIST_TABLES
 #: rows per store call: a large INSERT costs superlinearly on the embedded engine
 STORE_BATCH = 100
 #: recount when a table's rows moved by more than this share since the last count

@@ -112,6 +112,11 @@ MATRIX: dict[str, dict] = {
     "chunk_fts_gone": {**_COPY, "seed": "{scopes: $S}"},
     "audio_chunk_fts_gone": {**_COPY, "seed": "{scopes: $S}"},
     "bm25_list": {**_COPY, "values": {"top": "[{c: 'k9', s: 2.5}]"}, "seed": "{top: [{c: 'k1', s: 1.5}], scopes: $S}"},
+    # the memory copies' (migrations/0021)
+    "memory_chunk_fts_recent": {**_COPY, "seed": "{text: 'seed text', scopes: $S}"},
+    "attribute_fts_recent": {**_COPY, "seed": "{entity: entity:entity_spare, text: 'seed text', scopes: $S}"},
+    "memory_chunk_fts_gone": {**_COPY, "seed": "{scopes: $S}"},
+    "attribute_fts_gone": {**_COPY, "seed": "{scopes: $S}"},
     # --- typed memory (migrations/0005, 0007) --------------------------------------------
     "attribute": {**_MEMORY, "fields": _FORGOTTEN,
                   "seed": "{entity: entity:entity_spare, key: 'role', key_norm: 'role', value: 'v0', text: 'Seed: role = v0', "

@@ -170,7 +170,7 @@ async def test_building_is_for_the_operator_and_checks_its_input(mem):
 
 
 def test_maintain_builds_when_due():
-    empty = {"published": None, "chunk_fts": {"rows": 10, "recent": 0}, "audio_chunk_fts": {"rows": 0, "recent": 0}}
+    empty = {"published": None, **{t: {"rows": 0, "recent": 0} for t in bm25lists.TABLES}, "chunk_fts": {"rows": 10, "recent": 0}}
     assert not bm25lists.due(empty)
     big = {**empty, "chunk_fts": {"rows": bm25lists.MIN_ROWS, "recent": 0}}
     assert bm25lists.due(big)

@@ -1,0 +1,126 @@
+"""The BM25 champion lists over the memory copies (issue 24 item 1; surql/315_bm25_lists,
+migrations/0021) on the real engine: recall's BM25 over memory passages and attribute
+renderings reads the lists once a build covers them.
+
+The reference is the engine's own statement (`fn::amem::bm25::engine_<table>`, what recall
+ran before any build). Where the lists are complete the leg ranks and scores as it does,
+with and without a lens; rows written since are found; a forgotten passage or a superseded
+value stops counting; `forget --purge` leaves no list entry behind.
+"""
+
+from __future__ import annotations
+
+import pytest
+from helpers import attr, hash_memory
+
+from amem_db import bm25lists
+from amem_db.db import call
+
+WORDS = ["kayak", "paddle", "river", "rapids", "canoe", "portage", "eddy", "current", "helmet", "spray"]
+QUERIES = ["kayak river", "rapids eddy canoe", "portage helmet spray paddle", "current", "kayak kayak rapids", "zebra nothing"]
+
+
+def note(i: int) -> str:
+    chosen = [w for j, w in enumerate(WORDS) if (i + j) % (j + 2) == 0]
+    extra = " ".join(WORDS[i % len(WORDS)] for _ in range(i % 3))
+    return f"Trip note {i}: " + " ".join(chosen) + (". " + extra if extra else ".") + " The day was calm."
+
+
+async def candidates(conn, table: str, q: str, *, lists: bool, lens=None) -> list[tuple[str, float]]:
+    """Recall's BM25 candidates of one memory table for the query: (copy text, raw BM25), best first."""
+    fn = f"fn::amem::bm25::leg_{table}($t, $o.f, $amem_bm25, 256)" if lists else f"fn::amem::bm25::engine_{table}($t, $o.f, 256)"
+    rows = (await conn.query(
+        "LET $t = fn::amem::query::terms($q).text; LET $o = fn::amem::recall::options($q, NONE, $opts);"
+        f"RETURN ({fn}).map(|$r| [(SELECT VALUE text FROM ONLY type::record($tb, record::id($r.id))), $r.score]);",
+        {"q": q, "opts": {"mode": "bm25", **({"lens": lens} if lens else {})}, "tb": f"{table}_fts"}))[-1]
+    return [(t, s) for t, s in rows]
+
+
+def same_ranking(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> None:
+    """``a`` (the lists) ranks and scores as ``b`` (the engine), less the engine's score-0
+    rows (words in more than half the rows: the lists hold no zero impact)."""
+    b = [(t, s) for t, s in b if s > 0]
+    assert [t for t, _ in a] == [t for t, _ in b]
+    for (_, x), (_, y) in zip(a, b):
+        assert x == pytest.approx(y, rel=1e-6)
+
+
+@pytest.fixture(scope="module")
+async def mem(db):
+    m = hash_memory(db)
+    for i in range(40):
+        await m.facts.write({"text": note(i), "scopes": ["trips/north" if i % 2 else "trips/south"], "session_id": f"s{i % 4}"})
+    for i in range(12):
+        await m.facts.write({"triples": [attr(f"Guide {i}", "favourite_river", f"{WORDS[i % 10]} {WORDS[(i + 3) % 10]} river")]})
+    m.before = {(t, q): await candidates(db, t, q, lists=False) for t in ("memory_chunk", "attribute") for q in QUERIES}
+    m.build = await bm25lists.build(db)
+    return m
+
+
+async def test_complete_lists_rank_and_score_as_the_engine(mem):
+    assert mem.build["rows"]["memory_chunk_fts"] == 40 and mem.build["rows"]["attribute_fts"] == 12
+    (tables,) = await mem.conn.query("RETURN object::keys($amem_bm25.tables)")
+    assert {"memory_chunk_fts", "attribute_fts"} <= set(tables)
+    for (table, q), want in mem.before.items():
+        same_ranking(await candidates(mem.conn, table, q, lists=True), want)
+    # under a lens the candidates are tested against it, and still rank as the engine
+    for q in QUERIES[:3]:
+        same_ranking(await candidates(mem.conn, "memory_chunk", q, lists=True, lens=[["trips/north"]]),
+                     await candidates(mem.conn, "memory_chunk", q, lists=False, lens=[["trips/north"]]))
+
+
+async def test_recall_finds_memory_through_the_lists(mem):
+    r = await mem.recall("kayak rapids", mode="bm25", k=5, include=["passages"])
+    assert r.hits and all("kayak" in h.text or "rapids" in h.text for h in r.hits)
+    assert [h.text for h in r.hits] == [t for t, _ in (await candidates(mem.conn, "memory_chunk", "kayak rapids", lists=True))[:5]]
+
+
+async def test_rows_written_after_a_build_are_found(mem):
+    await mem.facts.write({"text": "A late trip note about a whitewater slalom.", "scopes": ["trips/north"]})
+    await mem.facts.write({"triples": [attr("Guide Late", "favourite_river", "slalom canal")]})
+    (recent,) = await mem.conn.query("SELECT VALUE text FROM memory_chunk_fts_recent")
+    assert recent == ["A late trip note about a whitewater slalom."]
+    assert [t for t, _ in await candidates(mem.conn, "memory_chunk", "slalom", lists=True)] == ["A late trip note about a whitewater slalom."]
+    assert [t for t, _ in await candidates(mem.conn, "attribute", "slalom", lists=True)] == [
+        t for t, _ in await candidates(mem.conn, "attribute", "slalom", lists=False)]
+
+
+async def test_a_forgotten_passage_and_a_superseded_value_stop_counting(mem):
+    await bm25lists.build(mem.conn)
+    (pid,) = await mem.conn.query("RETURN (SELECT VALUE id FROM memory_chunk WHERE text CONTAINS 'Trip note 7:')[0]")
+    assert any(t.startswith("Trip note 7:") for t, _ in await candidates(mem.conn, "memory_chunk", "rapids current", lists=True))
+    await mem.forget([str(pid)])
+    got = await candidates(mem.conn, "memory_chunk", "rapids current", lists=True)
+    assert got and not any(t.startswith("Trip note 7:") for t, _ in got)
+    same_ranking(got, await candidates(mem.conn, "memory_chunk", "rapids current", lists=False))
+    # a new value supersedes Guide 3's: the old rendering no longer counts, the new one does
+    await mem.facts.write({"triples": [attr("Guide 3", "favourite_river", "quiet lagoon")]})
+    got = [t for t, _ in await candidates(mem.conn, "attribute", "lagoon portage", lists=True)]
+    want = [t for t, _ in await candidates(mem.conn, "attribute", "lagoon portage", lists=False)]
+    assert got == want and any("lagoon" in t for t in got)
+
+
+async def test_forget_purge_leaves_no_list_entry_behind(mem):
+    await mem.facts.write({"text": "Private note: the secret put-in is below the weir.", "scopes": ["trips/south"]})
+    await bm25lists.build(mem.conn)
+    (pid,) = await mem.conn.query("RETURN (SELECT VALUE id FROM memory_chunk WHERE text CONTAINS 'secret put-in')[0]")
+
+    async def entries() -> int:
+        (n,) = await mem.conn.query("RETURN count(SELECT VALUE id FROM bm25_list WHERE $k IN top.c)", {"k": pid.id})
+        return n
+
+    assert await entries() > 0  # in the owner list and its scope's lists, one per token
+    res = await mem.forget([str(pid)], purge=True)
+    assert res.purged
+    assert await entries() == 0
+    for table in ("memory_chunk_fts", "memory_chunk_fts_recent"):
+        (left,) = await mem.conn.query(f"SELECT VALUE text FROM {table} WHERE text CONTAINS 'secret put-in'")
+        assert left == []
+    assert await candidates(mem.conn, "memory_chunk", "secret weir", lists=True) == []
+
+
+async def test_scrub_takes_only_a_list_table(mem):
+    from amem_db.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="scrub takes one of"):
+        await call(mem.conn, "fn::amem::bm25::scrub", "chunk", "k", "text", [])
