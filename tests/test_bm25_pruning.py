@@ -146,7 +146,7 @@ async def test_a_count_being_written_is_invisible_until_published(mem):
     gen = (await termstats.status(mem.conn))["gen"] + 1
     await call(mem.conn, "fn::amem::termstats::store", [{"id": ["chunk_fts", termstats.token_key("kiwi")], "df": 999}], gen)
     assert {w: await word_df(mem, w) for w in ("apple", "kiwi")} == before  # readers keep the published count
-    await call(mem.conn, "fn::amem::termstats::publish", gen, {"audio_chunk_fts": 0, "chunk_fts": 1000})
+    await call(mem.conn, "fn::amem::termstats::publish", gen, {"audio_chunk_fts": 0, "chunk_fts": 1000, "memory_chunk_fts": 0, "attribute_fts": 0})
     # now count gen: kiwi 999, and apple, not written in gen, counts 0
     assert await word_df(mem, "kiwi") == 999 and await word_df(mem, "apple") == 0
     await termstats.count(mem.conn)  # and a real count restores the truth
@@ -196,6 +196,6 @@ async def test_a_record_user_reads_counts_of_every_scope_but_writes_nothing(worl
         await b.query(stmt)
     assert await world.root.query("SELECT * FROM term_stat ORDER BY id") == before
     for fn, args in (("fn::amem::termstats::store", [[], 1]), ("fn::amem::termstats::tokens_chunk_fts", [None, 10]),
-                     ("fn::amem::termstats::publish", [1, {"audio_chunk_fts": 0, "chunk_fts": 0}])):
+                     ("fn::amem::termstats::publish", [1, {"audio_chunk_fts": 0, "chunk_fts": 0, "memory_chunk_fts": 0, "attribute_fts": 0}])):
         with pytest.raises(PermissionDenied):
             await call(b, fn, *args)

@@ -19,6 +19,7 @@ from devserver_fixture import dev_server, tenants  # noqa: F401
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from amem_db.constants import BM25_LIST_TABLES
 from amem_db.db import call
 from amem_db.embedding import get_embedder
 from amem_db.errors import AmemError, InvalidInput, ServerError
@@ -201,7 +202,7 @@ FUNCTIONS = {  # name -> strategy of the argument tuple
         {"id": st.one_of(hostile, st.tuples(st.sampled_from(["chunk_fts", "chunk", "x"]), hostile).map(list)),
          "df": st.one_of(small_int, hostile)})), max_size=3)), st.one_of(small_int, hostile)),
     "fn::amem::termstats::publish": st.tuples(st.one_of(small_int, hostile), st.one_of(hostile, st.fixed_dictionaries(
-        {"chunk_fts": st.one_of(small_int, hostile), "audio_chunk_fts": st.one_of(small_int, hostile)}))),
+        {t: st.one_of(small_int, hostile) for t in BM25_LIST_TABLES}))),
     "fn::amem::answers::remember": st.tuples(st.one_of(st.text(max_size=200), hostile), vector, st.one_of(st.text(max_size=200), hostile),
                                              st.one_of(hostile, st.lists(st.sampled_from(INJECTIONS), max_size=3)), st.one_of(st.none(), hostile)),
     "fn::amem::inspect": st.tuples(st.one_of(hostile, entity_ref), st.one_of(st.none(), hostile)),
