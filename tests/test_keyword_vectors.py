@@ -122,3 +122,9 @@ async def test_keyword_vectors_at_ingest_when_asked(mem):  # noqa: F811
     with pytest.raises(InvalidInput, match="vectors.keywords must hold .* or none"):
         await call(mem.conn, "fn::amem::documents::ingest", {"text": B, "source": "kv2"}, vectors)
     await mem.documents.delete(doc.id)
+
+
+async def test_keyword_text_has_no_full_text_index(mem):  # noqa: F811
+    # migrations/0019: nothing read it; keywords are read by key
+    (info,) = await mem.conn.query("INFO FOR TABLE keyword")
+    assert "keyword_text" not in info["indexes"] and "keyword_embedding" in info["indexes"]
