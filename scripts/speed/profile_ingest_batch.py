@@ -65,7 +65,7 @@ DEFINE FUNCTION OVERWRITE fn::prof::batch($items: array) -> object {
     LET $t3 = time::now();
     %ATTACH%
     LET $t4 = time::now();
-    FOR $x IN $write { fn::amem::documents::link($x.id) };
+    %LINKS%
     LET $t5 = time::now();
     LET $answer = $plan.map(|$x| { status: 'added', document: { id: $x.id, chunk_count: array::len($x.p.chunks), keywords: $x.p.keywords } });
     LET $t6 = time::now();
@@ -83,6 +83,13 @@ DEFINE FUNCTION OVERWRITE fn::prof::counts() -> array {
 """.replace("%MS%", MS)
 # experiment: keyword nodes written without their vectors (they still cross the SDK)
 ATTACH_NOVEC = "fn::amem::ingest::attach($write.map(|$x| object::extend($x, { v: object::extend($x.v, { keywords: [] }) })));"
+LINKS_ALL = "FOR $x IN $write { fn::amem::documents::link($x.id) };"
+# since issue 25 the batch skips documents that have no links to make (surql/255_ingest)
+LINKS_GUARDED = """FOR $x IN $write {
+        LET $key = IF $x.d.source != NONE { fn::amem::documents::link_key($x.d.source) } ELSE { NONE };
+        LET $named = $key != NONE AND array::len(SELECT VALUE id FROM document WHERE link_keys CONTAINS $key LIMIT 1) > 0;
+        IF $x.replaces OR array::len($x.d.links) > 0 OR $named { fn::amem::documents::link($x.id) };
+    };"""
 CHILDREN_LOOP = "FOR $x IN $write { fn::amem::documents::write_children($x.id, $x.d, $x.p, $x.v) };"
 CHILDREN_SET = "fn::amem::ingest::children($write);"
 
@@ -103,8 +110,9 @@ async def main() -> None:
         await Migrator(c).migrate({"embedding_dim": emb.dimension})
     info = await conn.query("INFO FOR DB")
     children = CHILDREN_SET if "ingest::children" in str(info) else CHILDREN_LOOP
+    links = LINKS_GUARDED if "$named" in str(info) else LINKS_ALL
     attach = ATTACH_NOVEC if os.environ.get("PROF_NOKWVEC") else "fn::amem::ingest::attach($write);"
-    await conn.query(PREPARE + BATCH.replace("%CHILDREN%", children).replace("%ATTACH%", attach))
+    await conn.query(PREPARE + BATCH.replace("%CHILDREN%", children).replace("%ATTACH%", attach).replace("%LINKS%", links))
     sums: dict[str, float] = defaultdict(float)
     t_prep = t_store = t_floor = 0.0
     n_chunks = n_kw = n_docs = 0
