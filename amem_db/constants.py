@@ -81,7 +81,7 @@ MODEL_THRESHOLDS: dict[str, float] = {"minilm-l6-int8": 0.3}
 DEFAULT_BM25_MAX_DF = 1.0
 
 # documents per fn::amem::ingest::batch call (one transaction; surql/255_ingest), the
-# most and what the client sends (amem_db/ingest_batch.py; docs/BENCHMARKS.md "Ingest batching")
+# most and what the client sends (amem_db/ingest_batch.py; docs/BENCHMARKS-HISTORY.md "Ingest batching")
 INGEST_BATCH_MAX = 64
 INGEST_PER_TRANSACTION = 4
 # memory writes per fn::amem::facts::write_many call (one transaction; surql/275_facts, at its end),

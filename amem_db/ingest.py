@@ -131,10 +131,12 @@ def embedding_text(text: str, title: str | None, heading: str | None) -> str:
 
 
 def texts_to_embed(prepared: dict[str, Any], doc: dict[str, Any] | None = None, *,
-                   context: bool | None = None) -> dict[str, list[str]]:
+                   context: bool | None = None, keyword_vectors: bool = False) -> dict[str, list[str]]:
     """What ``fn::amem::documents::prepare`` says will be stored, per kind: the texts to
     embed. With embedding context (``constants.EMBED_CONTEXT`` unless ``context`` says),
-    chunks of ``doc`` are embedded with its title and their section heading before them."""
+    chunks of ``doc`` are embedded with its title and their section heading before them.
+    Keywords only with ``keyword_vectors``: by default keyword nodes are stored without
+    vectors and embedded on request (amem_db/keyword_vectors.py, docs/RAKE.md)."""
     from .constants import EMBED_CONTEXT
 
     use = EMBED_CONTEXT if context is None else context
@@ -149,7 +151,7 @@ def texts_to_embed(prepared: dict[str, Any], doc: dict[str, Any] | None = None, 
         "chunks": [embedding_text(c["text"], title, heading(c)) if use and doc is not None else c["text"]
                    for c in prepared["chunks"]],
         "audio": [a["text"] for a in prepared["audio"]],
-        "keywords": [k["text"] for k in prepared["keywords"]],
+        "keywords": [k["text"] for k in prepared["keywords"]] if keyword_vectors else [],
         "sections": list(prepared["sections"]),
     }
 
@@ -170,8 +172,12 @@ async def ingest_items(
     report: IngestReport | None = None,
     progress: Progress | None = None,
     after_batch: Callable[[], Awaitable[Any]] | None = None,
+    keyword_vectors: bool = False,
 ) -> IngestReport:
     """``after_batch`` may hand back a new connection (see Memory.reopen_if_wal_full).
+    ``keyword_vectors``: embed each document's keywords and store them with its keyword
+    nodes, as before issue 25 (default: nodes without vectors, embedded on request by
+    amem_db/keyword_vectors.py).
 
     Pipelined: while the engine stores batch N, the embedder (a thread: ONNX
     releases the GIL) already works on batch N+1, so on 2 cores the two costs
@@ -184,7 +190,7 @@ async def ingest_items(
         t0 = time.perf_counter()
         prepared = await call_each(conn, "fn::amem::documents::prepare", [(it.doc,) for it in batch])
         report.engine_seconds += time.perf_counter() - t0
-        plan, texts = _plan_batch(batch, prepared, embedder)
+        plan, texts = _plan_batch(batch, prepared, embedder, keyword_vectors)
         embedding = asyncio.create_task(_embed(embedder, texts, report, progress))
         try:
             if pending is not None:
@@ -200,7 +206,8 @@ async def ingest_items(
     return report
 
 
-def _plan_batch(batch: list[Item], prepared: list[tuple[bool, Any]], embedder: Any | None) -> tuple[Plan, list[str]]:
+def _plan_batch(batch: list[Item], prepared: list[tuple[bool, Any]], embedder: Any | None,
+                keyword_vectors: bool = False) -> tuple[Plan, list[str]]:
     """Per item: (item, texts to embed by part or None, failure or None), and
     every text of the batch in one list (one embedding pass)."""
     plan: Plan = []
@@ -213,7 +220,7 @@ def _plan_batch(batch: list[Item], prepared: list[tuple[bool, Any]], embedder: A
         if p["unchanged"] or embedder is None:
             plan.append((it, None, None))
         else:
-            parts = texts_to_embed(p, it.doc)
+            parts = texts_to_embed(p, it.doc, keyword_vectors=keyword_vectors)
             plan.append((it, parts, None))
             texts += [t for part in parts.values() for t in part]
     return plan, texts
@@ -287,10 +294,12 @@ async def ingest_paths(
     after_batch: Callable[[], Awaitable[Any]] | None = None,
     location: str | dict[str, Any] | None = None,
     maintain: bool = True,
+    keyword_vectors: bool = False,
 ) -> IngestReport:
     """Ingest files and folders; a file that cannot be parsed is reported, the rest go on.
     ``location``: where the documents apply, unless a file gives its own. ``maintain``:
-    afterwards, rebuild the HNSW indexes whose unbuilt share passed the threshold."""
+    afterwards, rebuild the HNSW indexes whose unbuilt share passed the threshold.
+    ``keyword_vectors``: see ``ingest_items``."""
     report = IngestReport()
     files = list(collect_files(paths))
     if progress:
@@ -307,7 +316,7 @@ async def ingest_paths(
         if progress:
             progress("documents", {"total": len(items)})
         await ingest_items(conn, embedder, items, batch_size=batch_size, report=report, progress=progress,
-                           after_batch=after_batch)
+                           after_batch=after_batch, keyword_vectors=keyword_vectors)
         if after_batch is not None:
             conn = await after_batch()
         if progress:

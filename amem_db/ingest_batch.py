@@ -10,7 +10,7 @@ partly stored: a group is one transaction, and so is each single ingest.
 Why groups and not the whole batch in one transaction: on 3.2.4 every read and
 index seek inside a write transaction merges with the transaction's pending
 writes, so the per-row work of a document (events, keyword lookups) grows with the
-transaction (docs/BENCHMARKS.md "Ingest batching")."""
+transaction (docs/BENCHMARKS-HISTORY.md "Ingest batching")."""
 
 from __future__ import annotations
 

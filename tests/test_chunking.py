@@ -304,12 +304,12 @@ async def test_property_random_documents(db, case):
 
 
 async def test_walk_doubles_a_short_first_guess(db):
-    """split guesses the number of steps; run with a far too small guess must give the same chunks."""
+    """split guesses the number of steps; run with a far too small guess (one batch of one step) must give the same chunks."""
     text = " ".join(f"w{i}" for i in range(2500)) + " " + "L" * 130 + "  end"
     sections = [sec(0, 4000), sec(4100, len(text))]
     expected = await split(db, text, sections, 50, 10)
     got = (await db.query(
-        "RETURN fn::amem::chunk::run($text, fn::amem::chunk::plan_spans($sections, string::len($text)), 50, 10, 1)",
+        "RETURN fn::amem::chunk::run($text, fn::amem::chunk::plan_spans($sections, string::len($text)), 50, 10, 1, 1)",
         {"text": text, "sections": sections},
     ))[0]
     assert got == expected

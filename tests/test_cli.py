@@ -78,7 +78,7 @@ def test_every_command_and_subcommand_is_listed():
     paths = command_paths()
     assert {"migrate", "status", "verify", "ingest", "query", "grant", "eval", "bench", "serve"} <= set(paths)
     assert {"documents list", "documents get", "documents chunks", "documents delete", "documents reprocess",
-            "documents recompute-links", "keywords for-document", "keywords list", "keywords get", "keywords search",
+            "documents recompute-links", "keywords for-document", "keywords list", "keywords get", "keywords search", "keywords embed",
             "keys list", "keys revoke"} <= set(paths)
 
 

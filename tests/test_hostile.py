@@ -150,6 +150,9 @@ FUNCTIONS = {  # name -> strategy of the argument tuple
     "fn::amem::keywords::list": st.tuples(page_opts),
     "fn::amem::keywords::get": st.tuples(hostile, lens),
     "fn::amem::keywords::search": st.tuples(vector, st.one_of(small_int, hostile), lens),
+    "fn::amem::keywords::unembedded": st.tuples(st.one_of(st.none(), st.text(max_size=50), hostile), st.one_of(small_int, hostile)),
+    "fn::amem::keywords::set_vectors": st.tuples(st.one_of(st.text(max_size=20), hostile),
+                                                 st.one_of(st.lists(st.one_of(hostile, st.fixed_dictionaries({"normalised": st.one_of(st.text(max_size=20), hostile), "embedding": st.one_of(vector, hostile)})), max_size=3), hostile)),
     "fn::amem::keywords::rake": st.tuples(st.one_of(st.text(max_size=500), hostile), st.one_of(small_int, hostile), st.one_of(st.floats(), hostile)),
     "fn::amem::chunk::split": st.tuples(st.one_of(st.text(max_size=500), hostile), st.one_of(st.lists(values, max_size=4), hostile),
                                         st.one_of(small_int, hostile), st.one_of(small_int, hostile)),
@@ -310,7 +313,7 @@ WRITES = {"fn::amem::documents::ingest", "fn::amem::ingest::batch", "fn::amem::d
           "fn::amem::facts::declare_key", "fn::amem::mentions::link", "fn::amem::documents::recompute_links",
           "fn::amem::traces::feedback", "fn::amem::traces::retention", "fn::amem::answers::remember",
           "fn::amem::termstats::store", "fn::amem::termstats::publish", "fn::amem::facts::write_many",
-          "fn::amem::bm25::store", "fn::amem::bm25::drop_build"}
+          "fn::amem::bm25::store", "fn::amem::bm25::drop_build", "fn::amem::keywords::set_vectors"}
 
 
 def client_functions() -> set[str]:

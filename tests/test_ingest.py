@@ -23,6 +23,7 @@ from amem_db.embedding import get_embedder
 from amem_db.errors import EmbeddingMismatch, InvalidInput, NotFound
 from amem_db.harness.paths import datasets_root
 from amem_db.ingest import doc_object
+from amem_db.keyword_vectors import embed_keywords
 from amem_db.migrator import Migrator
 from amem_db.parsing import parse
 
@@ -36,6 +37,10 @@ async def mem(db):
     m = hash_memory(db)
     report = await m.documents.ingest_paths([SAMPLE])
     m.sample_report = report
+    # keyword nodes come without vectors (issue 25); semantic keyword search needs them
+    (with_vectors,) = await db.query("RETURN count(SELECT id FROM keyword WHERE embedding != NONE)")
+    assert with_vectors == 0
+    assert (await embed_keywords(m.conn, m.embedder)).embedded > 60
     return m
 
 

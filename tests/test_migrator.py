@@ -29,7 +29,7 @@ EXPECTED_INDEXES = {
     "audio_chunk": {"audio_chunk_embedding"},
     "chunk_fts": {"chunk_fts_text"},
     "audio_chunk_fts": {"audio_chunk_fts_text"},
-    "keyword": {"keyword_text", "keyword_embedding"},
+    "keyword": {"keyword_embedding"},  # keyword_text removed by migrations/0019
     "entity": {"entity_name", "entity_embedding"},
     "section": {"section_heading_embedding"},
     "document": {"document_summary_embedding"},

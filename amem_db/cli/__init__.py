@@ -8,7 +8,7 @@ one place (importing a command module registers nothing):
 | ``app`` | shared: consoles, connection options, the ``command`` decorator, JSON, lens parsing, exit codes |
 | ``migrate`` | ``migrate``, ``status``, ``verify`` |
 | ``documents`` | ``ingest``, ``documents list/get/chunks/versions/delete/reprocess/recompute-links`` |
-| ``keywords`` | ``keywords for-document/list/get/search`` |
+| ``keywords`` | ``keywords for-document/list/get/search/embed`` |
 | ``query`` | ``query``, ``recall`` (the read paths) |
 | ``memory`` | ``remember``, ``entities list/get/history``, ``forget``, ``inspect`` |
 | ``access`` | ``grant``, ``keys list/revoke`` |
@@ -76,6 +76,7 @@ def build_app() -> typer.Typer:
     kw.command("list")(command(MEMORY)(keywords.list_keywords))
     kw.command("get")(command(MEMORY)(keywords.get_keyword))
     kw.command("search")(command(MEMORY)(keywords.search))
+    kw.command("embed")(command(MEMORY)(keywords.embed))
     root.add_typer(kw, name="keywords")
 
     ents = typer.Typer(help="Typed memory: entities, their current facts, the history of a key.", no_args_is_help=True)

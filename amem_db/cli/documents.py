@@ -28,6 +28,8 @@ async def ingest(
     batch_size: int = typer.Option(16, help="documents per round trip and embedding batch"),
     location: str | None = typer.Option(None, "--location", metavar="LAT,LNG",
                                         help="where the documents apply (a JSONL location field or front matter location: wins)"),
+    keyword_vectors: bool = typer.Option(False, "--keyword-vectors",
+                                         help="afterwards embed the keywords that have no vector (semantic `keywords search`; docs/RAKE.md)"),
     json_output: bool = json_option("print the report as JSON"),
 ) -> None:
     """Ingest files and folders: parse, chunk, extract keywords, embed, store (one transaction per document).
@@ -64,15 +66,23 @@ async def ingest(
         report = await mem.documents.ingest_paths(
             paths, title=title, source=source, scopes=scope or None, mime_type=mime_type, location=location,
             batch_size=batch_size, progress=progress)
+    kw_embedded = None
+    if keyword_vectors and mem.embedder is not None:
+        from ..keyword_vectors import embed_keywords
+
+        kw_embedded = (await embed_keywords(mem.conn, mem.embedder)).embedded
     results = [as_json(r) for r in report.results]
     counts = {s: sum(1 for r in results if r["status"] == s) for s in ("added", "replaced", "unchanged", "failed")}
     if json_output:
-        print_json({"results": results, "chunks": report.chunks, "keywords": report.keywords, "seconds": report.seconds})
+        print_json({"results": results, "chunks": report.chunks, "keywords": report.keywords, "seconds": report.seconds}
+                   | ({"keyword_vectors": kw_embedded} if kw_embedded is not None else {}))
     else:
         summary = Table("added", "replaced", "unchanged", "failed", "chunks", "keywords", "embedded texts", "time")
         summary.add_row(*(str(n) for n in counts.values()), str(report.chunks), str(report.keywords),
                         str(report.embedded_texts), f"{report.seconds:.1f}s")
         out.print(summary)
+        if kw_embedded is not None:
+            out.print(f"keyword vectors: {kw_embedded} keywords embedded")
         for r in results:
             if r["status"] == "failed":
                 err.print(f"[red]failed[/] {r['name']}: {r.get('error')}", highlight=False)

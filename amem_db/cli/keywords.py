@@ -1,4 +1,4 @@
-"""`amem-db keywords for-document|list|get|search` (RAKE keyphrases, docs/RAKE.md)."""
+"""`amem-db keywords for-document|list|get|search|embed` (RAKE keyphrases, docs/RAKE.md)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ async def get_keyword(session: Session, text: str = typer.Argument(..., help='ke
 
 async def search(session: Session, query: str = typer.Argument(..., help="text to match by meaning"),
                  k: int = typer.Option(10, help="how many (max 50)"), json_output: bool = json_option()) -> None:
-    """Keywords nearest in meaning to a query (keyword embeddings). Example: amem-db keywords search "refund policies\""""
+    """Keywords nearest in meaning to a query, among those with a vector (`amem-db keywords embed`). Example: amem-db keywords search "refund policies\""""
     mem = await session.memory()
     found = as_json(await mem.documents.keywords.search(query, k))
     if json_output:
@@ -68,3 +68,19 @@ async def search(session: Session, query: str = typer.Argument(..., help="text t
     for r in found["results"]:
         table.add_row(r["text"], f"{r['score']:.3f}")
     out.print(table)
+
+
+async def embed(session: Session, json_output: bool = json_option()) -> None:
+    """Embed the keywords stored without a vector (ingest stores none by default; semantic
+    search needs them), then rebuild the keyword index if due. Root or an admin principal.
+    Example: amem-db keywords embed"""
+    from ..keyword_vectors import embed_keywords
+
+    mem = await session.memory()
+    if mem.embedder is None:
+        raise typer.BadParameter("keywords embed needs an embedder (--embedder)")
+    report = await embed_keywords(mem.conn, mem.embedder)
+    result = {"embedded": report.embedded, "seconds": round(report.seconds, 2), "embed_seconds": round(report.embed_seconds, 2)}
+    if json_output:
+        return print_json(result)
+    out.print(f"{report.embedded} keywords embedded in {report.seconds:.1f}s")
