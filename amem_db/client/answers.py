@@ -1,7 +1,7 @@
 """``mem.answers``: tier 2 of recall, response reuse (fn::amem::answers::*,
 surql/440_answers). A caller that synthesises an answer from a recall with its own
 model stores it with the ids it cited; a later ``mem.recall(..., reuse=True)`` returns
-it (``tier == "cache"``, ``reused_from``) while the new query is close enough (cosine
+it (``tier == Tier.CACHE``, ``reused_from``) while the new query is close enough (cosine
 >= 0.92), the caller reads the same scopes under the same lens and labels, the answer
 is fresh (``reuse_max_age``, 3600 s by default) and every cited record is still current.
 

@@ -185,7 +185,7 @@ class Memory:
 
         The tier ladder (``response.tier``, ``response.tiers``): ``reuse=True`` returns a
         stored answer (``mem.answers.remember``) that still holds, younger than
-        ``reuse_max_age`` seconds (3600), as ``tier == "cache"``; a thin or unsure
+        ``reuse_max_age`` seconds (3600), as ``tier == Tier.CACHE`` (2, "cache" on the wire); a thin or unsure
         tier 3 (best score under ``confidence_floor``, 0.40) escalates to tier 4
         (``escalated``: doubled pool, one more graph hop, ``hyde_embedding`` when given);
         ``ladder=False`` runs tier 3 alone. ``page_size`` freezes the top 50 hits in the
