@@ -14,6 +14,7 @@ from pydantic import (
     PlainSerializer,
     SerializationInfo,
     SerializerFunctionWrapHandler,
+    WithJsonSchema,
     model_serializer,
 )
 from pydantic.alias_generators import to_camel
@@ -93,7 +94,9 @@ _NAMES: dict[str, Tier] = {
 #: a tier field: read from a number or a name (the traces' ``tier``)
 TierValue = Annotated[Tier, BeforeValidator(Tier.read)]
 #: RecallResponse's tier: read the same way, dumped as fn::amem::recall wrote it ("cache" for 2)
-RecallTier = Annotated[Tier, BeforeValidator(Tier.read), PlainSerializer(lambda t: t.wire)]
+RecallTier = Annotated[Tier, BeforeValidator(Tier.read), PlainSerializer(lambda t: t.wire),
+                       WithJsonSchema({"anyOf": [{"type": "integer", "enum": [1, 3, 4]}, {"const": "cache"}],
+                                       "description": "the tier that answered: 3, 4, or 'cache' (tier 2)"})]
 
 
 class _Model(BaseModel):
