@@ -24,7 +24,7 @@ from typing import Any
 from . import bm25lists, termstats
 from .constants import MAINTAIN_MIN_ROWS, MAINTAIN_THRESHOLD
 from .db import call
-from .models import IndexStatus, MaintainReport
+from .models import IndexStatus, MaintainReport, validated
 
 #: progress(event, data): "rebuild" {index, rows, unbuilt} before a build, "rebuilt" {index, seconds} after
 MaintainProgress = Callable[[str, dict[str, Any]], None]
@@ -33,7 +33,7 @@ MaintainProgress = Callable[[str, dict[str, Any]], None]
 async def status(conn: Any, *, threshold: float = MAINTAIN_THRESHOLD, min_rows: int = MAINTAIN_MIN_ROWS) -> list[IndexStatus]:
     """Every maintained HNSW index: rows, unbuilt rows and share, due or not."""
     rows = await call(conn, "fn::amem::maintain::status", threshold, min_rows)
-    return [IndexStatus.model_validate(r) for r in rows]
+    return [validated(IndexStatus, r) for r in rows]
 
 
 async def rebuild(conn: Any, index: str) -> IndexStatus:
@@ -48,7 +48,7 @@ async def rebuild(conn: Any, index: str) -> IndexStatus:
         raise
     done = await call(conn, "fn::amem::maintain::finish", index, begun["started_at"], begun["rows"],
                       round(time.perf_counter() - started, 3))
-    return IndexStatus.model_validate(done)
+    return validated(IndexStatus, done)
 
 
 async def reset(conn: Any, index: str) -> bool:

@@ -43,6 +43,7 @@ from .errors import (
     MigrationOutOfOrder,
     from_thrown,
 )
+from .options import render_context as option_keys
 from .settings import SchemaSettings
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
@@ -135,10 +136,11 @@ def environment(directory: Path | None = None) -> jinja2.Environment:
 def render_dir(directory: Path, kind: str, context: dict[str, Any]) -> list[Script]:
     """Render every ``*.surql.j2`` of a folder (``_macros.j2`` is a library, not a script).
 
-    Desired state gets the shared constants (``constants.RENDER_CONTEXT``) under the
-    settings; migrations get only ``context`` (empty: nothing that may change later)."""
+    Desired state gets the shared constants (``constants.RENDER_CONTEXT``) and the read
+    options' key lists (amem_db/options) under the settings; migrations get only ``context``
+    (empty: nothing that may change later)."""
     env = environment(directory)
-    full = (RENDER_CONTEXT | context) if kind == "desired" else dict(context)
+    full = (RENDER_CONTEXT | option_keys() | context) if kind == "desired" else dict(context)
     scripts = []
     for path in sorted(directory.glob("*.surql.j2")):
         try:

@@ -24,10 +24,8 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from .answers import Answers
-from .client import Documents, Entities, Facts, Keywords, Memory
+from .client import Answers, Documents, Entities, Facts, Keywords, Memory, Traces
 from .embedding.base import Embedder
-from .traces import Traces
 
 __all__ = ["SyncAnswers", "SyncDocuments", "SyncEntities", "SyncFacts", "SyncKeywords", "SyncMemory", "SyncTraces"]
 
@@ -140,6 +138,8 @@ class SyncTraces(_Facade):
     explain = _twin(Traces.explain)
     feedback = _twin(Traces.feedback)
     retention = _twin(Traces.retention)
+
+
 class SyncAnswers(_Facade):
     """``mem.answers`` of a SyncMemory."""
 

@@ -24,6 +24,7 @@ from amem_db.db import call
 from amem_db.embedding import get_embedder
 from amem_db.errors import AmemError, InvalidInput, ServerError
 from amem_db.ingest import Item, ingest_items
+from amem_db.options import QueryOptions, RecallOptions, TimeOptions
 
 DIM = 384
 # every table of the migrated database but the ones a successful read writes (its trace;
@@ -62,13 +63,9 @@ lens = st.one_of(st.none(), hostile, st.lists(st.lists(paths, max_size=10), max_
 vector = st.one_of(st.none(), hostile,
                    st.lists(st.floats(allow_nan=True, allow_infinity=True, width=32), min_size=DIM, max_size=DIM),
                    st.just([0.0] * DIM), st.just([1.0] * (DIM + 1)))
-QUERY_KEYS = ["mode", "k", "threshold", "vectorWeight", "rrfK", "filter", "lens", "expandContext", "useHyde",
-              "decomposeQuery", "useReranker", "caller", "embeddingModel", "graphAlpha", "graphDepth", "expandGraph", "graphEdges",
-              "asOf", "atInstant", "validAt", "reranker", "rerankDepth", "rerankMix", "hydeEmbedding", "subQueries", "skipped",
-              "bm25MaxDf",
-              # issue 27: options the lists lacked
-              "location", "feedback", "pageSize", "cursor", "fusion", "identifierVectorWeight", "validDuring", "validFrom",
-              "validUntil", "queryWindow", "strictWindow", "windowWeight", "now"]
+# The option names are the models' (amem_db/options), which SurrealQL's known-keys checks
+# render too (issue 29): a new option is fuzzed the day it exists; "bogus" is refused.
+QUERY_KEYS = [*QueryOptions.wire_keys(), "bogus"]
 query_opts = st.one_of(hostile, st.dictionaries(st.sampled_from(QUERY_KEYS), st.one_of(
     hostile, lens, st.sampled_from(["hybrid", "vector", "bm25", "hybrid_graph"]),
     st.fixed_dictionaries({}, optional={"mimeType": hostile, "documentIds": st.one_of(hostile, st.lists(st.sampled_from(INJECTIONS), max_size=5)), "x": hostile})),
@@ -79,15 +76,10 @@ doc = st.one_of(hostile, st.fixed_dictionaries({"text": st.one_of(st.text(min_si
     "scopes": st.one_of(hostile, st.lists(paths, max_size=5))}))
 page_opts = st.one_of(hostile, st.dictionaries(st.sampled_from(["limit", "offset", "status", "mimeType", "lens", "minDocumentCount", "sort"]),
                                                st.one_of(hostile, lens), max_size=5))
-TIME_KEYS = ["asOf", "atInstant", "validAt", "validDuring", "validFrom", "validUntil"]
+TIME_KEYS = TimeOptions.wire_keys()
 instant = st.one_of(hostile, st.datetimes(timezones=st.just(UTC)), st.sampled_from(["2024-02-30", "2024-01-01T25:00:00Z", "0000-01-01", "9999-12-31"]))
 time_opts = st.dictionaries(st.sampled_from([*TIME_KEYS, "lens"]), st.one_of(instant, st.lists(instant, max_size=3), lens), max_size=4)
-RECALL_KEYS = ["mode", "k", "include", "lens", "labels", "threshold", "vectorWeight", "graphWeight", "rrfK", "graphDepth",
-               "expandContext", "caller", "embeddingModel", "bogus", *TIME_KEYS,
-               "reuse", "reuseMaxAge", "confidenceFloor", "hydeEmbedding", "ladder",  # the tier ladder (surql/455_tiers)
-               "pageSize", "cursor", "feedback",
-               # issue 27: options the list lacked
-               "location", "fusion", "queryWindow", "strictWindow", "windowWeight", "now", "useHyde", "skipped"]
+RECALL_KEYS = [*RecallOptions.wire_keys(), "bogus"]
 recall_opts = st.one_of(hostile, st.dictionaries(st.sampled_from(RECALL_KEYS), st.one_of(
     hostile, lens, st.sampled_from(["hybrid", "vector", "bm25", "graph"]), st.lists(st.sampled_from(["facts", "passages", "x"]), max_size=3)),
     max_size=6))

@@ -351,7 +351,7 @@ async def test_keyword_search_returns_nearest_keywords(mem):
 async def test_bulk_ingest_reopens_surrealkv_before_its_wal_hangs(tmp_path, monkeypatch):
     # surrealkv 3.2.4 hangs at ~1.7 GB of WAL in one open (docs/ENGINE-ISSUES.md #8):
     # with the threshold at 0 every batch reopens, and nothing is lost.
-    import amem_db.client as client_module
+    import amem_db.client.memory as client_module
 
     monkeypatch.setattr(client_module, "WAL_REOPEN_BYTES", 0)
     target = Target(f"surrealkv://{tmp_path / 'wal'}", "w", "w")

@@ -429,13 +429,24 @@ async def test_k_is_clamped_and_said_so(db, corpus):
 
 
 async def test_ignored_options_and_filter_keys_are_reported(db, corpus):
-    res = await query(db, "returns", corpus["q"], graphAlpha=0.3, frobnicate=1, filter={"tags": ["x"], "mimeType": None})
-    assert sorted(res["trace"]["options"]["ignoredOptions"]) == ["frobnicate", "graphAlpha"]
+    res = await query(db, "returns", corpus["q"], graphAlpha=0.3, filter={"tags": ["x"], "mimeType": None})
+    assert res["trace"]["options"]["ignoredOptions"] == ["graphAlpha"]
     assert res["trace"]["options"]["ignoredFilterKeys"] == ["tags"]
     warnings = " | ".join(res["warnings"])
     assert "option graphAlpha applies to mode hybrid_graph only: ignored" in warnings
-    assert "unknown option frobnicate: ignored" in warnings
     assert "filter keys tags are not used" in warnings
+
+
+async def test_an_unknown_option_is_refused_as_recall_refuses_it(db, corpus):
+    """Issue 29: both read pipelines refuse an unknown key the same way (it used to be a
+    warning here), naming it and the known keys; nothing is written (no trace)."""
+    (before,) = await db.query("RETURN count(SELECT id FROM retrieval_trace)")
+    with pytest.raises(ThrownError, match=r"amem:invalid_input: unknown query option frobnicate \(known: asOf, atInstant, .*mode, k, "):
+        await query(db, "returns", corpus["q"], frobnicate=1)
+    with pytest.raises(ThrownError, match=r"amem:invalid_input: unknown recall option frobnicate \(known: asOf, atInstant, .*mode, k, "):
+        await db.query("RETURN fn::amem::recall('returns', NONE, {mode: 'bm25', frobnicate: 1})")
+    (after,) = await db.query("RETURN count(SELECT id FROM retrieval_trace)")
+    assert after == before
     # null option values mean "not given"
     res = await query(db, "returns", corpus["q"], k=None, threshold=None, mode=None)
     assert res["trace"]["options"]["k"] == 10 and res["trace"]["options"]["mode"] == "hybrid"

@@ -10,12 +10,13 @@ import threading
 import pytest
 
 from amem_db import InvalidInput, Memory, NotMigrated, SyncMemory
-from amem_db.client import Documents, Entities, Facts, Keywords
+from amem_db.client import Answers, Documents, Entities, Facts, Keywords, Traces
 from amem_db.models import Document, IngestResult, KeywordPage, QueryResponse
-from amem_db.sync import SyncDocuments, SyncEntities, SyncFacts, SyncKeywords
+from amem_db.sync import SyncAnswers, SyncDocuments, SyncEntities, SyncFacts, SyncKeywords, SyncTraces
 
 HASH = "hash:384"
-PAIRS = [(Memory, SyncMemory), (Documents, SyncDocuments), (Keywords, SyncKeywords), (Facts, SyncFacts), (Entities, SyncEntities)]
+PAIRS = [(Memory, SyncMemory), (Documents, SyncDocuments), (Keywords, SyncKeywords), (Facts, SyncFacts), (Entities, SyncEntities),
+         (Traces, SyncTraces), (Answers, SyncAnswers)]
 
 
 def _public_coroutines(cls: type) -> dict[str, object]:
@@ -40,6 +41,29 @@ def test_every_async_method_has_a_sync_twin_with_the_same_signature(async_cls, s
     # and nothing extra: the sync surface is the async one
     sync_public = {n for n, v in vars(sync_cls).items() if not n.startswith("_") and callable(v)}
     assert sync_public - set(coroutines) <= {"open", "close"}
+
+
+def test_every_namespace_of_memory_has_a_sync_facade():
+    """A namespace added to Memory (an attribute holding an object with public coroutines)
+    must be in PAIRS above and on SyncMemory under the same name."""
+    mem = Memory(None, embedder=HASH)
+    paired = {a for a, _ in PAIRS}
+    seen: dict[str, type] = {}
+    visited = {id(mem)}
+    stack = [mem]
+    while stack:
+        obj = stack.pop()
+        for name, value in vars(obj).items():
+            if name.startswith("_") or id(value) in visited or not _public_coroutines(type(value)):
+                continue
+            assert type(value) in paired, f"{type(value).__name__} ({name}) has no sync twin in PAIRS"
+            seen[name] = type(value)
+            visited.add(id(value))
+            stack.append(value)
+    assert {"documents", "keywords", "facts", "entities", "traces", "answers"} <= set(seen)
+    sync_attrs = {"documents", "facts", "entities", "traces", "answers"}
+    init = inspect.getsource(SyncMemory.__init__)
+    assert all(f"self.{n} = " in init for n in sync_attrs)
 
 
 def test_end_to_end_on_an_in_memory_database():

@@ -211,6 +211,9 @@ async def recall(
     include: list[str] = typer.Option([], "--include", help="facts | passages (repeatable; default both)"),
     label: list[str] = typer.Option([], "--label", help="only rows carrying every given label (repeatable)"),
     lens: list[str] = lens_option(),
+    threshold: float | None = typer.Option(None, help="minimum cosine similarity of the vector legs (default 0.1)"),
+    vector_weight: float | None = typer.Option(None, "--vector-weight", help="weight of the vector legs in the fusion, 0..1"),
+    rrf_k: float | None = typer.Option(None, "--rrf-k", help="RRF smoothing constant (default 60, > 0)"),
     graph_depth: int | None = typer.Option(None, "--graph-depth", help="relation hops from the entities the query names: 1 or 2 (default 2)"),
     no_context: bool = typer.Option(False, "--no-context", help="no same-section contextHits for document passages"),
     near: str | None = near_option(),
@@ -243,7 +246,8 @@ async def recall(
     """
     mem = await session.memory()
     response = as_json(await mem.recall(
-        text, mode=mode, k=k, include=include or None, labels=label or None,
+        text, mode=mode, k=k, include=include or None, labels=label or None, threshold=threshold,
+        vector_weight=vector_weight, rrf_k=rrf_k,
         lens=parse_lens(lens), graph_depth=graph_depth, expand_context=False if no_context else None,
         location=parse_location(near, within, nearest), as_of=as_of, at_instant=at_instant, valid_at=valid_at,
         valid_during=parse_during(valid_during),
