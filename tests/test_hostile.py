@@ -227,6 +227,10 @@ FUNCTIONS = {  # name -> strategy of the argument tuple
     # no arguments: each principal calls them once (an admin function: refused to the tenants)
     "fn::amem::documents::recompute_links": NO_ARGS,
     "fn::amem::meta::settings": NO_ARGS,
+    # read by the client's models and option checks (amem_db/models, amem_db/options)
+    "fn::amem::chunk::defaults": NO_ARGS,
+    "fn::amem::clock::keys": NO_ARGS,
+    "fn::amem::traces::tier": st.tuples(hostile, hostile, hostile),
     "fn::amem::meta::info": NO_ARGS,
 }
 EXAMPLES = 60  # per function (fewer where the argument space is smaller: the no-argument ones)
@@ -311,7 +315,7 @@ WRITES = {"fn::amem::documents::ingest", "fn::amem::ingest::batch", "fn::amem::d
 def client_functions() -> set[str]:
     """The stored functions the Python client (and so the CLI) calls by name."""
     names: set[str] = set()
-    for f in (Path(__file__).resolve().parent.parent / "amem_db").glob("*.py"):
+    for f in (Path(__file__).resolve().parent.parent / "amem_db").rglob("*.py"):
         code = "\n".join(line.split("#", 1)[0] for line in f.read_text().splitlines())  # not the comments
         names |= set(re.findall(r"fn::amem::[a-z0-9_]+(?:::[a-z0-9_]+)*", code))
     return names
