@@ -40,7 +40,7 @@ async def keyword_rows(conn) -> dict[str, bool]:
     return {r["normalised"]: r["has"] for r in rows}
 
 
-async def test_default_ingest_stores_shared_nodes_without_vectors_and_embeds_each_once(mem):  # noqa: F811
+async def test_default_ingest_stores_shared_nodes_without_vectors_and_embeds_each_once(mem):
     a = (await mem.documents.ingest_text(A, source="a")).document
     b = (await mem.documents.ingest_text(B, source="b")).document
     shared = {k.normalised for k in a.keywords} & {k.normalised for k in b.keywords}
@@ -82,7 +82,7 @@ async def test_default_ingest_stores_shared_nodes_without_vectors_and_embeds_eac
         await mem.documents.keywords.get("return policy")
 
 
-async def test_set_vectors_checks_and_keeps_the_first_vector(mem):  # noqa: F811
+async def test_set_vectors_checks_and_keeps_the_first_vector(mem):
     doc = (await mem.documents.ingest_text(A, source="sv")).document
     name = mem.embedder.name
     n = doc.keywords[0].normalised
@@ -107,7 +107,7 @@ async def test_set_vectors_checks_and_keeps_the_first_vector(mem):  # noqa: F811
     await mem.documents.delete(doc.id)
 
 
-async def test_keyword_vectors_at_ingest_when_asked(mem):  # noqa: F811
+async def test_keyword_vectors_at_ingest_when_asked(mem):
     from amem_db.ingest import Item, ingest_items
 
     report = await ingest_items(mem.conn, mem.embedder, [Item("k", {"text": A, "source": "kv"})], keyword_vectors=True)
@@ -124,7 +124,7 @@ async def test_keyword_vectors_at_ingest_when_asked(mem):  # noqa: F811
     await mem.documents.delete(doc.id)
 
 
-async def test_keyword_text_has_no_full_text_index(mem):  # noqa: F811
+async def test_keyword_text_has_no_full_text_index(mem):
     # migrations/0019: nothing read it; keywords are read by key
     (info,) = await mem.conn.query("INFO FOR TABLE keyword")
     assert "keyword_text" not in info["indexes"] and "keyword_embedding" in info["indexes"]

@@ -24,7 +24,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from title_ab import paired, per_query_ndcg  # noqa: E402  (one copy of the paired statistics)
+from title_ab import paired, per_query_ndcg
 
 
 async def main() -> int:

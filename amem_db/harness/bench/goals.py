@@ -78,14 +78,14 @@ def _at_least(label: str, measured: str, value: float | None, goal: float, least
 def goal_rows(get: Getter) -> list[tuple[str, str, str, str]]:
     """(goal, measured, target, verdict) rows."""
     rows: list[tuple[str, str, str, str]] = []
-    for n, limit, least in ((100_000, 1.0, 600.0), (10_000, 1.5, 90.0)):
+    for n, limit, least_ms in ((100_000, 1.0, 600.0), (10_000, 1.5, 90.0)):
         a, b = _p50(get("amem", n), "latency_ms", "hybrid"), _p50(get("lancedb", n), "latency_ms", "hybrid")
         label = f"hybrid p50 at {n:,} vs LanceDB hybrid"
-        target = f"<= {limit:g}x (least <= {least:g} ms)"
+        target = f"<= {limit:g}x (least <= {least_ms:g} ms)"
         if a and b:
             ratio = a / b
             by = f"{limit / ratio:.2f}x margin" if ratio <= limit else f"{ratio / limit:.1f}x too slow"
-            rows.append((label, f"{a:.0f} / {b:.0f} ms = {ratio:.2f}x", target, _verdict(ratio <= limit, by, a <= least)))
+            rows.append((label, f"{a:.0f} / {b:.0f} ms = {ratio:.2f}x", target, _verdict(ratio <= limit, by, a <= least_ms)))
         else:
             rows.append((label, "-" if a is None else f"{a:.0f} ms", target, _verdict(None, "")))
     a, b = _p50(get("amem", 10_000), "latency_ms", "hybrid"), _p50(get("amem", 100_000), "latency_ms", "hybrid")
@@ -99,9 +99,9 @@ def goal_rows(get: Getter) -> list[tuple[str, str, str, str]]:
     rc = (get("amem", 10_000) or {}).get("recall") or {}
     r_p50, d_p50 = _p50(rc, "latency_ms", "recall"), _p50(rc, "latency_ms", "documents.query")
     rows.append(_at_most("recall p50 at 10,000 + 10,000 + 10,000", _cell(r_p50, ".0f") + " ms", r_p50, 150, 300, " ms"))
-    ratio = r_p50 / d_p50 if r_p50 and d_p50 else None
-    rows.append(_at_most("recall / documents.query p50 at 10,000", f"{_cell(r_p50, '.0f')} / {_cell(d_p50, '.0f')} ms = {_cell(ratio, '.2f')}x",
-                         ratio, 2, None, "x"))
+    over_query = r_p50 / d_p50 if r_p50 and d_p50 else None
+    rows.append(_at_most("recall / documents.query p50 at 10,000", f"{_cell(r_p50, '.0f')} / {_cell(d_p50, '.0f')} ms = {_cell(over_query, '.2f')}x",
+                         over_query, 2, None, "x"))
     loop = get("agent-loop", None)  # it runs once, at the size of its conversation
     late = _p50(loop, "recall_last_quarter_ms", "")
     rows.append(_at_most("recall p50 over one LoCoMo conversation (agent loop, last quarter)", _cell(late, ".0f") + " ms", late, 30, None, " ms"))
@@ -117,14 +117,16 @@ def goal_rows(get: Getter) -> list[tuple[str, str, str, str]]:
                               prod / floor, 0.8, 0.4, "x"))
     else:
         rows.append(_at_least("product ingest vs bulk INSERT floor", "-", None, 0.8, 0.4, "x"))
-    for key, least in (("passages_per_s", None), ("facts_per_s", 250.0)):
+    writes: tuple[tuple[str, float | None], ...] = (("passages_per_s", None), ("facts_per_s", 250.0))
+    for key, least in writes:
         v = _num(rc.get(key))
         rows.append(_at_least(f"batched memory writes at 10,000: {key.replace('_per_s', '')}/s", _cell(v, ".0f") + "/s", v, 500, least, "/s"))
     w = _p50(loop, "write_ms", "")
     rows.append(_at_most("one facts.write p50 (agent loop)", _cell(w, ".1f") + " ms", w, 20, None, " ms"))
     amem, lance = get("amem", 100_000), get("lancedb", 100_000)
-    on_default = bool(amem) and amem.get("backend") == DEFAULT_BACKEND
-    for label, key, goal, least in (("peak RSS", "peak_rss_mb", 2.0, 3.0), ("size on disk", "size_bytes", 5.0, None)):
+    on_default = amem is not None and amem.get("backend") == DEFAULT_BACKEND
+    sizes: tuple[tuple[str, str, float, float | None], ...] = (("peak RSS", "peak_rss_mb", 2.0, 3.0), ("size on disk", "size_bytes", 5.0, None))
+    for label, key, goal, least in sizes:
         if amem and lance and amem.get(key) and lance.get(key):
             ratio = float(amem[key]) / float(lance[key])
             row = _at_most(f"{label} at 100,000 vs LanceDB, default backend", f"{ratio:.2f}x ({amem.get('backend')})", ratio if on_default else None,

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from ..paths import datasets_root
+from .agent_loop import worker_agent_loop
 from .amem import worker_amem, worker_amem_ingest
 from .curve import SPLIT_MAX_SIZE, worker_hnsw_curve, worker_vector_split
 from .data import DEFAULT_DATASETS, Progress, build_data
 from .measure import machine_description
 from .peers import worker_lancedb, worker_python
 from .report import plot_latency, render_markdown
-from .agent_loop import worker_agent_loop
 from .throughput import worker_throughput
 
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
