@@ -233,3 +233,12 @@ async def test_a_forgotten_neighbour_is_not_lifted_and_modes_other_than_hybrid_i
 async def test_a_bad_adjacent_weight_is_refused(mem, bad):
     with pytest.raises(InvalidInput, match="adjacentWeight must be in"):
         await mem.recall("anything", mode="bm25", adjacent_weight=bad)
+
+
+async def test_a_batched_write_links_speakers_as_single_writes_do(mem):
+    sc = scope()
+    reqs = [{"text": f"{who}: {text}", "scopes": [sc], "session_id": f"{sc}:s1", "speaker": who} for who, text in TURNS[:4]]
+    res = await mem.facts.write_many(reqs)
+    assert not res.errors and res.passages == 4
+    (rows,) = await mem.conn.query("SELECT in, out FROM mentions WHERE char_start = NONE AND scopes CONTAINS $s", {"s": sc})
+    assert sorted(rid(r["out"]).split("/")[1] for r in rows) == ["caroline", "caroline", "melanie", "melanie"]
