@@ -98,11 +98,13 @@ combined_opts = st.fixed_dictionaries({"location": locations}, optional={
     "queryWindow": st.one_of(st.sampled_from(["last week", "2024", None]), hostile), "strictWindow": st.booleans(),
     "windowWeight": st.floats(min_value=0, max_value=1), "fusion": st.sampled_from(["rrf", "linear", "dbsf", "x"]),
     "lens": st.sampled_from([None, [["org/a"]], [["org/b"]], [["org"]]]), "include": st.sampled_from([["facts"], ["passages"], ["facts", "passages"]]),
-    "graphDepth": st.integers(min_value=1, max_value=3), "feedback": st.booleans(), "pageSize": st.integers(min_value=1, max_value=5)})
+    "graphDepth": st.integers(min_value=1, max_value=3), "feedback": st.booleans(), "pageSize": st.integers(min_value=1, max_value=5),
+    "adjacentWeight": st.floats(min_value=0, max_value=1)})
 harbour_vector = st.just(get_embedder("hash:384").embed_query(HARBOUR))
 combined_recall = st.tuples(named_query, st.one_of(harbour_vector, st.none()), combined_opts)
 combined_query = st.tuples(named_query, st.one_of(harbour_vector, st.none()), combined_opts.map(
-    lambda o: {k: v for k, v in o.items() if k not in ("include", "graphDepth", "queryWindow", "strictWindow", "windowWeight", "now")}))
+    lambda o: {k: v for k, v in o.items() if k not in ("include", "graphDepth", "queryWindow", "strictWindow", "windowWeight", "now",
+                                                      "adjacentWeight")}))
 entity_ref = st.one_of(hostile, st.fixed_dictionaries({"type": st.one_of(hostile, st.sampled_from(["person", "org"])),
                                                        "name": st.one_of(hostile, st.text(max_size=30))}))
 triple = st.one_of(hostile, st.fixed_dictionaries({"entity": entity_ref, "key": st.one_of(hostile, st.text(max_size=20))}, optional={
@@ -111,7 +113,7 @@ fact_request = st.one_of(hostile, st.fixed_dictionaries({}, optional={
     "triples": st.one_of(hostile, st.lists(triple, max_size=3)), "text": st.one_of(st.text(max_size=200), hostile),
     "scopes": st.one_of(hostile, st.lists(paths, max_size=3)), **{k: hostile for k in [
         "observed_at", "valid_from", "valid_until", "session_id", "role", "source", "category", "confidence", "labels",
-        "idempotency_key", "x"]}}))
+        "idempotency_key", "speaker", "x"]}}))
 forget_request = st.one_of(hostile, st.fixed_dictionaries({}, optional={
     "ids": st.one_of(hostile, st.lists(st.one_of(hostile, st.sampled_from(INJECTIONS)), max_size=3)),
     "query": st.one_of(hostile, st.fixed_dictionaries({}, optional={"entity": entity_ref, "key": hostile, "write": hostile})),

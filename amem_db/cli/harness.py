@@ -78,8 +78,13 @@ async def eval_command(
                                       help="conversations only: recall reads time words in the questions (default on)"),
     strict_window: bool = typer.Option(False, "--strict-window", help="conversations only: keep only turns in the query window"),
     window_weight: float | None = typer.Option(None, help="conversations only: recall's windowWeight (the query-window boost)"),
-    speaker: str = typer.Option("prefix", help="conversations only: prefix writes each turn as 'Speaker: text' "
-                                "(questions name the person; the turn rarely does); none writes the bare text"),
+    adjacent_weight: float | None = typer.Option(None, help="conversations only: recall's adjacentWeight (the share of a "
+                                                 "strong hit's score its session neighbours get; 0 = off)"),
+    graph_weight: float | None = typer.Option(None, help="conversations only: recall's graphWeight (the graph leg's RRF weight in hybrid)"),
+    speaker: str = typer.Option("prefix", help="conversations only: prefix writes each turn as 'Speaker: text' with the "
+                                "speaker as the write's speaker entity (questions name the person; the turn rarely does); "
+                                "prefix-text: the prefix without the speaker entity; entity: the bare text with the speaker "
+                                "entity; none: the bare text alone"),
     db_dir: Path = typer.Option(Path("results/.db"), help="where the cached per-dataset databases live"),
     fresh: bool = typer.Option(False, "--fresh", help="re-ingest even if a cached database exists"),
     json_output: bool = json_option("print the report(s) as JSON"),
@@ -142,7 +147,8 @@ async def eval_command(
             if isinstance(ds, Conversations):
                 reports.append(await evaluate_conversations(
                     ds, embedder, modes=mode_list, k=k, speaker=speaker, vector_weight=vector_weight,
-                    window={"query_window": query_window, "strict_window": strict_window, "window_weight": window_weight},
+                    window={"query_window": query_window, "strict_window": strict_window, "window_weight": window_weight,
+                            "adjacent_weight": adjacent_weight, "graph_weight": graph_weight},
                     url=session.options.url, db_dir=db_dir,
                     fresh=fresh, progress=progress))
             else:

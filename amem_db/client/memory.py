@@ -153,6 +153,7 @@ class Memory:
         query_window: bool | None = None,
         strict_window: bool | None = None,
         window_weight: float | None = None,
+        adjacent_weight: float | None = None,
         now: datetime | str | None = None,
         feedback: bool | None = None,
         reuse: bool | None = None,
@@ -181,7 +182,9 @@ class Memory:
         (echoed as ``response.query_window``), relative to ``now`` (default ``as_of``, else the clock),
         a boost of ``window_weight`` for rows observed in it; ``strict_window`` keeps
         only those, ``query_window=False`` turns it off. ``feedback=False`` ignores the
-        verdicts of ``mem.traces.feedback`` (on by default).
+        verdicts of ``mem.traces.feedback`` (on by default). ``adjacent_weight`` (hybrid,
+        default 0.3, 0 = off): the share of a strong memory passage's score that its
+        neighbours in the same session get (the trace ledger's ``adjacent`` row).
 
         The tier ladder (``response.tier``, ``response.tiers``): ``reuse=True`` returns a
         stored answer (``mem.answers.remember``) that still holds, younger than

@@ -62,7 +62,10 @@ SCOPE_ROOT = "locomo"
 # NOT the numbered list of the paper's section 4.1
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 PAPER_COLUMN_ORDER = (4, 1, 2, 3, 5)  # the paper's tables: single-hop first
-SPEAKER_MODES = ("prefix", "none")
+# prefix: "Caroline: ..." and the write's speaker (a person entity with a mentions edge
+# to the turn); prefix-text: the prefix alone (no entity, before issue 26); entity: the
+# bare text with the speaker entity; none: the bare text alone
+SPEAKER_MODES = ("prefix", "prefix-text", "entity", "none")
 RECALL_MODES = ("bm25", "vector", "hybrid", "graph")
 DEFAULT_RECALL_MODES = ("bm25", "vector", "hybrid")
 MAX_RECALL_K = 50  # recall refuses k over 50
@@ -204,15 +207,17 @@ def lens_of(conversation: str) -> list[list[str]]:
 
 
 def turn_request(turn: Turn, *, speaker: str = "prefix") -> dict[str, Any]:
-    """The memory write of one turn. ``speaker="prefix"`` writes "Caroline: ..."
-    because the questions name the person ("What did Caroline research?") while
-    a turn rarely names its own speaker; the paper's dialog unit carries it too
+    """The memory write of one turn. ``speaker="prefix"`` writes "Caroline: ..." and
+    gives the write its ``speaker`` (a person entity linked to the turn) because the
+    questions name the person ("What did Caroline research?") while a turn rarely
+    names its own speaker; the paper's dialog unit carries it too
     ('Caroline said, "..."'). ``category`` knowledge: the default, context,
     stops being current 7 days after ``observed_at``."""
     if speaker not in SPEAKER_MODES:
         raise ValueError(f"speaker must be one of {', '.join(SPEAKER_MODES)}")
-    text = f"{turn.speaker}: {turn.text}" if speaker == "prefix" else turn.text
-    return {
+    text = f"{turn.speaker}: {turn.text}" if speaker in ("prefix", "prefix-text") else turn.text
+    request: dict[str, Any] = {"speaker": turn.speaker} if speaker in ("prefix", "entity") else {}
+    return request | {
         "text": text,
         "observed_at": turn.observed_at,
         "session_id": f"{turn.conversation}:session-{turn.session}",
@@ -317,7 +322,7 @@ def turn_ranking(hits: Any) -> list[str]:
     return list(dict.fromkeys(t for t in map(turn_id_of, hits) if t is not None))
 
 
-WINDOW_OPTIONS = ("query_window", "strict_window", "window_weight")
+WINDOW_OPTIONS = ("query_window", "strict_window", "window_weight", "adjacent_weight", "graph_weight")
 
 
 @dataclass

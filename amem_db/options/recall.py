@@ -33,6 +33,8 @@ class RecallOptions(ReadOptions):
     strict_window: Wire[bool | None] = option("keep only rows in the query window")
     window_weight: Wire[float | None] = option("boost of rows in the query window")
     now: Wire[datetime | str | None] = option("the instant relative time words count from")
+    # the session-adjacency signal (surql/450, issue 26)
+    adjacent_weight: Wire[float | None] = option("the share of a strong memory passage's score its session neighbours get (hybrid; 0 = off)")
     # the tier ladder (surql/455_tiers: fn::amem::tiers::keys())
     reuse: Wire[bool | None] = option("tier 2: a stored answer that still holds")
     reuse_max_age: Wire[float | None] = option("seconds a stored answer stays fresh", cli=False)

@@ -1,0 +1,244 @@
+"""Speakers as entities and the adjacency signal of recall (issue 26, levers 1 and 2).
+
+A write's ``speaker`` (fn::amem::facts::speaker) names a person entity in the write's
+scopes and links every passage of the write to it with a span-less mentions edge
+(fn::amem::mentions::spoken); names in the text link through the mentions matcher. A
+forget of the turn takes its edges (purge) or hides the turn from every walk (soft).
+The graph leg then reaches the named speaker's turns. The adjacency signal
+(fn::amem::recall::adjacent) lends the session neighbours of a strong passage hit a
+share of its score, visible in the trace ledger and in explain.
+
+Each test writes a conversation in a scope of its own and recalls under that lens."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from helpers import hash_memory
+
+from amem_db import InvalidInput
+
+_n = itertools.count()
+BASE = datetime(2023, 5, 1, 10, 0, tzinfo=UTC)
+
+# a hand-made two-person conversation: (speaker, text); Caroline's research is turn 3
+TURNS = [
+    ("Caroline", "Hey Mel, good to see you again"),
+    ("Melanie", "Hi! What have you been up to lately?"),
+    ("Caroline", "I researched adoption agencies all week"),
+    ("Melanie", "That is wonderful news about the agencies"),
+    ("Melanie", "I went camping with my kids by the lake"),
+    ("Caroline", "Camping sounds lovely, was the weather good"),
+    ("Melanie", "Sunny and warm, we swam every morning"),
+]
+
+
+@pytest.fixture(scope="module")
+async def mem(db):
+    return hash_memory(db)
+
+
+def rid(x) -> str:
+    """A record id as text, whichever way it arrived (RecordID, or the engine's ⟨⟩ string)."""
+    return str(x).replace("⟨", "").replace("⟩", "")
+
+
+def scope() -> str:
+    return f"conv/s{next(_n)}"
+
+
+async def write_conversation(mem, sc: str, turns=TURNS, *, session: str = "session-1", speaker: bool = True) -> list:
+    """One write per turn, in order (a session's write order is its turn order)."""
+    out = []
+    for i, (who, text) in enumerate(turns):
+        req = {"text": f"{who}: {text}", "scopes": [sc], "session_id": f"{sc}:{session}", "category": "knowledge",
+               "observed_at": (BASE + timedelta(minutes=i)).isoformat(), "source": {"kind": "turn", "ref": f"{sc}:{i}"}}
+        if speaker:
+            req["speaker"] = who
+        out.append(await mem.facts.write(req))
+    return out
+
+
+async def edges_of(mem, passage: str) -> list[dict]:
+    (rows,) = await mem.conn.query(f"SELECT out, char_start, char_end, scopes FROM mentions WHERE in = {passage} ORDER BY char_start")
+    return rows
+
+
+# --- lever 1: speakers ---------------------------------------------------------------------
+
+async def test_a_speaker_is_a_person_entity_linked_to_the_turn(mem):
+    sc = scope()
+    w = (await write_conversation(mem, sc, TURNS[:1]))[0]
+    assert rid(w.model_dump()["speaker"]) == "entity:person/caroline"
+    ent = await mem.entities.get("person", "Caroline", lens=[[sc]])
+    assert ent is not None and ent.name == "Caroline"
+    edges = await edges_of(mem, w.passages[0])
+    # the span-less speaker edge and the matcher's edge for "Caroline" in the text, both in the turn's scopes
+    assert {(rid(e["out"]), e.get("char_start"), e.get("char_end")) for e in edges} == {
+        ("entity:person/caroline", None, None), ("entity:person/caroline", 0, 8)}
+    assert all(e["scopes"] == [sc] for e in edges)
+
+
+async def test_a_bare_turn_gets_its_speaker_edge_and_names_in_the_text_link_too(mem):
+    sc = scope()
+    await mem.facts.write({"text": "hello there", "scopes": [sc], "speaker": "Melanie"})
+    w = await mem.facts.write({"text": "I told Melanie about the trip", "scopes": [sc], "speaker": {"type": "person", "name": "Caroline"}})
+    edges = {(rid(e["out"]), e.get("char_start")) for e in await edges_of(mem, w.passages[0])}
+    assert edges == {("entity:person/caroline", None), ("entity:person/melanie", 7)}
+
+
+async def test_an_agent_speaker_keeps_its_type(mem):
+    sc = scope()
+    w = await mem.facts.write({"text": "I booked the flight", "scopes": [sc], "speaker": {"type": "agent", "name": "Planner"}})
+    assert rid(w.model_dump()["speaker"]) == "entity:agent/planner"
+
+
+@pytest.mark.parametrize("speaker, message", [
+    ("", "speaker.name must be a non-empty string"),
+    (42, "speaker must be a name"),
+    ({"name": "Ann", "role": "x"}, "speaker: unknown option role"),
+    ({"type": "person"}, "speaker.name must be a non-empty string"),
+    ("Ann\u202e", "speaker.name holds a bidirectional override"),
+])
+async def test_a_bad_speaker_is_refused_and_nothing_is_written(mem, speaker, message):
+    sc = scope()
+    with pytest.raises(InvalidInput, match=message):
+        await mem.facts.write({"text": "some words", "scopes": [sc], "speaker": speaker})
+    (rows, names) = await mem.conn.query("SELECT VALUE id FROM memory_chunk WHERE scopes CONTAINS $s;"
+                                         "SELECT VALUE id FROM entity_name WHERE scopes CONTAINS $s", {"s": sc})
+    assert rows == [] and names == []
+
+
+async def test_a_speaker_needs_text(mem):
+    with pytest.raises(InvalidInput, match="speaker needs text"):
+        await mem.facts.write({"triples": [{"entity": {"type": "person", "name": "Ann"}, "key": "role", "value": "CTO"}],
+                               "speaker": "Ann"})
+
+
+async def test_the_speaker_edge_is_forgotten_with_the_turn(mem):
+    sc = scope()
+    ws = await write_conversation(mem, sc, TURNS[:3])
+    research = ws[2]
+    assert await edges_of(mem, research.passages[0])
+    hits = await mem.recall("What did Caroline research?", mode="graph", k=10, include=["passages"], lens=[[sc]])
+    assert research.passages[0] in [h.id for h in hits.hits]
+    # soft: the turn leaves every walk
+    await mem.forget(query={"write": research.write})
+    hits = await mem.recall("What did Caroline research?", mode="graph", k=10, include=["passages"], lens=[[sc]])
+    assert research.passages[0] not in [h.id for h in hits.hits]
+    assert {h.id for h in hits.hits} == {ws[0].passages[0]}  # Caroline's other turn
+    # purge: its edges are erased with it
+    await mem.forget(query={"write": research.write}, purge=True)
+    assert await edges_of(mem, research.passages[0]) == []
+    assert await edges_of(mem, ws[0].passages[0])  # the other turn keeps its own
+
+
+async def test_graph_mode_returns_the_named_speakers_turns(mem):
+    sc = scope()
+    ws = await write_conversation(mem, sc, speaker=True)
+    resp = await mem.recall("What did Caroline research?", mode="graph", k=10, include=["passages"], lens=[[sc]])
+    caroline = {w.passages[0] for w, (who, _) in zip(ws, TURNS, strict=True) if who == "Caroline"}
+    got = {h.id for h in resp.hits}
+    assert got and got <= caroline | {w.passages[0] for w, (_, text) in zip(ws, TURNS, strict=True) if "Caroline" in text}
+    assert caroline <= got
+    assert [s.name for s in resp.seed_entities] == ["Caroline"]
+    assert resp.trace["legs"]["graph"]["seeds"] == 1
+
+
+async def test_without_speakers_graph_mode_has_nothing_to_walk(mem):
+    sc = scope()
+    await write_conversation(mem, sc, speaker=False)
+    resp = await mem.recall("What did Caroline research?", mode="graph", k=10, include=["passages"], lens=[[sc]])
+    assert resp.hits == []
+
+
+async def test_in_hybrid_the_graph_leg_ranks_the_speakers_turns_in_the_fused_order(mem):
+    sc = scope()
+    ws = await write_conversation(mem, sc)
+    resp = await mem.recall("What did Caroline research?", k=10, include=["passages"], lens=[[sc]], adjacent_weight=0)
+    assert resp.hits[0].id == ws[2].passages[0]
+    graph = [h for h in resp.trace["hits"] if h.get("graph")]
+    # every graph-ranked hit is one of Caroline's turns; the best of them ranks first in the leg
+    caroline = {w.passages[0] for w, (who, _) in zip(ws, TURNS, strict=True) if who == "Caroline"}
+    assert graph and {rid(h["id"]) for h in graph} <= caroline
+    assert min(graph, key=lambda h: h["graph"]["rank"])["id"] == resp.hits[0].id
+    assert resp.trace["legs"]["graph"]["prior"] > 0
+
+
+# --- lever 2: the adjacency signal -----------------------------------------------------------
+
+async def test_the_adjacency_signal_lifts_the_neighbours_of_a_strong_hit(mem):
+    sc = scope()
+    ws = await write_conversation(mem, sc, speaker=False)
+    (other,) = await write_conversation(mem, sc, [("Melanie", "Camping by the lake again, tomatoes")], session="session-2", speaker=False)
+    q = "Who went camping by the lake?"
+    off = await mem.recall(q, k=10, include=["passages"], lens=[[sc]], adjacent_weight=0)
+    on = await mem.recall(q, k=10, include=["passages"], lens=[[sc]], adjacent_weight=0.5)
+    best = ws[4].passages[0]
+    assert off.hits[0].id == best and on.hits[0].id == best
+    score_off = {h.id: h.score for h in off.hits}
+    lifted = {rid(h["id"]): h["adjacent"] for h in on.trace["hits"] if h.get("adjacent")}
+    # the neighbours at distance 1 and 2 in the session, lifted by a share of the best hit's score
+    # (every turn of this small conversation is a strong hit: a passage takes the largest offer)
+    top = on.hits[0].score
+    for i in (3, 5):
+        a = lifted[ws[i].passages[0]]
+        assert a["distance"] == 1 and rid(a["from"]) == rid(best) and a["share"] == pytest.approx(0.5)
+        assert a["lift"] == pytest.approx(a["share"] * a["base"])
+    for i in (2, 6):  # two turns away: at least the best hit's offer at distance 2
+        a = lifted[ws[i].passages[0]]
+        assert a["lift"] == pytest.approx(a["share"] * a["base"]) and a["share"] in (pytest.approx(0.5), pytest.approx(0.25))
+        assert a["lift"] >= 0.25 * score_off[best] - 1e-9
+    score_on = {h.id: h.score for h in on.hits}
+    n = ws[3].passages[0]
+    assert score_on[n] == pytest.approx(min(1.0, score_off.get(n, 0.0) + lifted[n]["lift"]), abs=1e-6)
+    # the other session's passage is nobody's neighbour; the trace stores the option
+    assert other.passages[0] not in lifted and top <= 1.0
+    assert on.trace["options"]["adjacentWeight"] == 0.5
+    assert all(not h.get("adjacent") for h in off.trace["hits"])
+
+
+async def test_a_neighbour_no_leg_found_joins_and_explain_shows_the_lift(mem):
+    sc = scope()
+    ws = await write_conversation(mem, sc, speaker=False)
+    on = await mem.recall("adoption agencies researched", k=10, include=["passages"], lens=[[sc]], adjacent_weight=0.5)
+    ids = [h.id for h in on.hits]
+    assert ids[0] == ws[2].passages[0]
+    # turn 1 ("Hi! What have you been up to lately?") shares no word with the query
+    quiet = ws[1].passages[0]
+    assert quiet in ids
+    why = await mem.traces.explain(on.trace["id"], quiet)
+    rows = {r.signal: r for r in why.ledger}
+    assert set(rows) == {"adjacent"}
+    assert rows["adjacent"].contribution == pytest.approx(rows["adjacent"].weight * rows["adjacent"].value)
+    assert "lifted by " + ws[2].passages[0] in rows["adjacent"].note
+    assert any(d.startswith("adjacent: ") for d in why.decisions)
+
+
+async def test_a_forgotten_neighbour_is_not_lifted_and_modes_other_than_hybrid_ignore_it(mem):
+    sc = scope()
+    ws = await write_conversation(mem, sc, speaker=False)
+    await mem.forget([ws[1].passages[0]])
+    on = await mem.recall("adoption agencies researched", k=10, include=["passages"], lens=[[sc]], adjacent_weight=0.5)
+    assert ws[1].passages[0] not in [h.id for h in on.hits]
+    lifted = {rid(h["id"]) for h in on.trace["hits"] if h.get("adjacent")}
+    assert ws[3].passages[0] in lifted  # the next one still is
+    bm25 = await mem.recall("adoption agencies researched", mode="bm25", k=10, include=["passages"], lens=[[sc]], adjacent_weight=0.5)
+    assert all(not h.get("adjacent") for h in bm25.trace["hits"])
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, "high", True])
+async def test_a_bad_adjacent_weight_is_refused(mem, bad):
+    with pytest.raises(InvalidInput, match="adjacentWeight must be in"):
+        await mem.recall("anything", mode="bm25", adjacent_weight=bad)
+
+
+async def test_a_batched_write_links_speakers_as_single_writes_do(mem):
+    sc = scope()
+    reqs = [{"text": f"{who}: {text}", "scopes": [sc], "session_id": f"{sc}:s1", "speaker": who} for who, text in TURNS[:4]]
+    res = await mem.facts.write_many(reqs)
+    assert not res.errors and res.passages == 4
+    (rows,) = await mem.conn.query("SELECT in, out FROM mentions WHERE char_start = NONE AND scopes CONTAINS $s", {"s": sc})
+    assert sorted(rid(r["out"]).split("/")[1] for r in rows) == ["caroline", "caroline", "melanie", "melanie"]
