@@ -93,11 +93,11 @@ def test_a_turn_becomes_one_scoped_knowledge_write():
     assert locomo.turn_request(t) == {
         "text": "Ann: Pixel knocked it over.", "observed_at": "2023-06-01T10:00:00Z", "session_id": "conv-1:session-2",
         "role": "user", "source": {"kind": "turn", "ref": "conv-1:D2:1"}, "scopes": ["locomo/conv-1"],
-        "category": "knowledge", "speaker": "Ann"}
-    # the speaker entity without the prefix, the prefix without the entity, neither
-    assert {k: locomo.turn_request(t, speaker=k)["text"] for k in ("entity", "prefix-text", "none")} == {
-        "entity": "Pixel knocked it over.", "prefix-text": "Ann: Pixel knocked it over.", "none": "Pixel knocked it over."}
-    assert [locomo.turn_request(t, speaker=k).get("speaker") for k in ("entity", "prefix-text", "none")] == ["Ann", None, None]
+        "category": "knowledge"}
+    # the prefix with the entity, the speaker entity without the prefix, neither
+    assert {k: locomo.turn_request(t, speaker=k)["text"] for k in ("prefix", "entity", "none")} == {
+        "prefix": "Ann: Pixel knocked it over.", "entity": "Pixel knocked it over.", "none": "Pixel knocked it over."}
+    assert [locomo.turn_request(t, speaker=k).get("speaker") for k in ("prefix", "entity", "none")] == ["Ann", "Ann", None]
     assert locomo.lens_of("conv-1") == [["locomo/conv-1"]]
     with pytest.raises(ValueError, match="speaker must be one of prefix, prefix-text, entity, none"):
         locomo.turn_request(t, speaker="title")

@@ -81,9 +81,9 @@ async def eval_command(
     adjacent_weight: float | None = typer.Option(None, help="conversations only: recall's adjacentWeight (the share of a "
                                                  "strong hit's score its session neighbours get; 0 = off)"),
     graph_weight: float | None = typer.Option(None, help="conversations only: recall's graphWeight (the graph leg's RRF weight in hybrid)"),
-    speaker: str = typer.Option("prefix", help="conversations only: prefix writes each turn as 'Speaker: text' with the "
-                                "speaker as the write's speaker entity (questions name the person; the turn rarely does); "
-                                "prefix-text: the prefix without the speaker entity; entity: the bare text with the speaker "
+    speaker: str = typer.Option("prefix-text", help="conversations only: prefix-text (the default) writes each turn as 'Speaker: text'; "
+                                "prefix: the same with the speaker as the write's speaker entity (lowered hybrid R@10 on "
+                                "LoCoMo dev: issue 26); entity: the bare text with the speaker "
                                 "entity; none: the bare text alone"),
     db_dir: Path = typer.Option(Path("results/.db"), help="where the cached per-dataset databases live"),
     fresh: bool = typer.Option(False, "--fresh", help="re-ingest even if a cached database exists"),

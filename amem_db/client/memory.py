@@ -183,7 +183,7 @@ class Memory:
         a boost of ``window_weight`` for rows observed in it; ``strict_window`` keeps
         only those, ``query_window=False`` turns it off. ``feedback=False`` ignores the
         verdicts of ``mem.traces.feedback`` (on by default). ``adjacent_weight`` (hybrid,
-        default 0.3, 0 = off): the share of a strong memory passage's score that its
+        default 0 = off): the share of a strong memory passage's score that its
         neighbours in the same session get (the trace ledger's ``adjacent`` row).
 
         The tier ladder (``response.tier``, ``response.tiers``): ``reuse=True`` returns a
