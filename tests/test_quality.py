@@ -275,7 +275,9 @@ def test_embedding_text_puts_title_and_heading_before_the_passage():
                 "sections": ["Intro"]}
     doc = {"title": "T", "sections": [{"heading": "Intro"}]}
     on = texts_to_embed(prepared, doc, context=True)
-    assert on["chunks"] == ["T\nIntro\n\na", "T\n\nb"] and on["keywords"] == ["k"] and on["sections"] == ["Intro"]
+    assert on["chunks"] == ["T\nIntro\n\na", "T\n\nb"] and on["keywords"] == [] and on["sections"] == ["Intro"]
+    # keyword nodes are embedded only on request (issue 25: amem_db/keyword_vectors.py)
+    assert texts_to_embed(prepared, doc, context=True, keyword_vectors=True)["keywords"] == ["k"]
     assert texts_to_embed(prepared, doc, context=False)["chunks"] == ["a", "b"]
 
 
