@@ -56,10 +56,10 @@ BATCH = """
 DEFINE FUNCTION OVERWRITE fn::prof::batch($items: array) -> object {
     LET $t0 = time::now();
     LET $now = time::now();
-    LET $plan = $items.map(|$it| fn::amem::ingest::plan($it, $now));
+    LET $plan = %PLAN%;
     LET $write = $plan.filter(|$x| !$x.unchanged);
     LET $t1 = time::now();
-    INSERT INTO document $write.map(|$x| object::extend(fn::amem::documents::fields($x.d, $x.p, $x.v, $x.hash), { id: $x.id })) RETURN NONE;
+    INSERT INTO document $write.map(|$x| object::extend(fn::amem::documents::fields($x.d, $x.p, %VEC%, $x.hash), { id: $x.id })) RETURN NONE;
     LET $t2 = time::now();
     %CHILDREN%
     LET $t3 = time::now();
@@ -90,7 +90,7 @@ LINKS_GUARDED = """FOR $x IN $write {
         LET $named = $key != NONE AND array::len(SELECT VALUE id FROM document WHERE link_keys CONTAINS $key LIMIT 1) > 0;
         IF $x.replaces OR array::len($x.d.links) > 0 OR $named { fn::amem::documents::link($x.id) };
     };"""
-CHILDREN_LOOP = "FOR $x IN $write { fn::amem::documents::write_children($x.id, $x.d, $x.p, $x.v) };"
+CHILDREN_LOOP = "FOR $x IN $write { fn::amem::documents::write_children($x.id, $x.d, $x.p, %VEC%) };"
 CHILDREN_SET = "fn::amem::ingest::children($write);"
 
 
@@ -112,7 +112,12 @@ async def main() -> None:
     children = CHILDREN_SET if "ingest::children" in str(info) else CHILDREN_LOOP
     links = LINKS_GUARDED if "$named" in str(info) else LINKS_ALL
     attach = ATTACH_NOVEC if os.environ.get("PROF_NOKWVEC") else "fn::amem::ingest::attach($write);"
-    await conn.query(PREPARE + BATCH.replace("%CHILDREN%", children).replace("%ATTACH%", attach).replace("%LINKS%", links))
+    # since issue 25 (2nd pass) the plan holds the item's index, not its vectors: they are read from $items where written
+    by_index = "ingest::vectors" in str(info)
+    plan = "$items.map(|$it, $i| fn::amem::ingest::plan($it, $now, $i))" if by_index else "$items.map(|$it| fn::amem::ingest::plan($it, $now))"
+    vec = "fn::amem::ingest::vectors($items[$x.i].vectors)" if by_index else "$x.v"
+    await conn.query((PREPARE + BATCH.replace("%CHILDREN%", children).replace("%ATTACH%", attach).replace("%LINKS%", links))
+                     .replace("%PLAN%", plan).replace("%VEC%", vec))
     sums: dict[str, float] = defaultdict(float)
     t_prep = t_store = t_floor = 0.0
     n_chunks = n_kw = n_docs = 0
@@ -158,7 +163,7 @@ async def main() -> None:
         t_floor += time.perf_counter() - t0
     (_, counts), = await call_each(conn, "fn::prof::counts", [()])
     print(f"{n_docs} documents, {n_chunks} chunks, {n_kw} keyword edges, keyword rows {counts[0]} "
-          f"(with a vector {counts[1]}), index-log rows {counts[2]}; children: {children}")
+          f"(with a vector {counts[1]}), index-log rows {counts[2]}; children: {children.replace('%VEC%', vec)}")
     print(f"{'stage':70s} ms/chunk")
     print(f"{'prepare round trip (client clock; check, chunking, RAKE, existing)':70s} {1000 * t_prep / n_chunks:7.2f}")
     for k, ms in sums.items():
