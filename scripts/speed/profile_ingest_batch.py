@@ -141,7 +141,9 @@ async def main() -> None:
             v, i = {"model": emb.name}, 0
             for key, part in parts.items():
                 v[key], i = vecs[i:i + len(part)], i + len(part)
-            calls.append({"doc": d, "keywords": p["keywords"], "vectors": v})
+            # since issue 25 (2nd pass) prepare seals its chunks and the batch takes them back (amem_db/ingest_batch.py)
+            calls.append({"doc": d, "keywords": p["keywords"], "vectors": v}
+                         | ({"chunks": p["chunks"], "seal": p["seal"]} if p.get("seal") else {}))
             rows += [{"text": c["text"], "position": c["position"], "char_start": c["char_start"], "char_end": c["char_end"],
                       "embedding": v["chunks"][j], "mime_type": "text/plain", "scopes": [], "key": f"{pos}_{len(rows) + j}"}
                      for j, c in enumerate(p["chunks"])]
