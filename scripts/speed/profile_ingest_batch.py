@@ -91,7 +91,7 @@ LINKS_GUARDED = """FOR $x IN $write {
         IF $x.replaces OR array::len($x.d.links) > 0 OR $named { fn::amem::documents::link($x.id) };
     };"""
 CHILDREN_LOOP = "FOR $x IN $write { fn::amem::documents::write_children($x.id, $x.d, $x.p, %VEC%) };"
-CHILDREN_SET = "fn::amem::ingest::children($write);"
+CHILDREN_SET = "fn::amem::ingest::children($write, $items);"
 
 
 async def main() -> None:
