@@ -76,7 +76,7 @@ SELECT document.source AS doc, position, text, char_start, char_end, start_s, en
 SELECT document.source AS doc, position, heading, heading_path, level, char_start, char_end, heading_embedding, scopes FROM section ORDER BY doc, position;
 SELECT id, text, normalised, embedding, scopes FROM keyword ORDER BY id;
 SELECT in.source AS doc, out AS kw, score, scopes FROM knowledge_has_keyword ORDER BY doc, kw;
-SELECT document.source AS doc, text, mime_type, scopes, geometry FROM chunk_fts ORDER BY doc, text;
+SELECT document.source AS doc, text, passage_start, mime_type, scopes, geometry, recorded_at != NONE AS dated FROM chunk_fts ORDER BY doc, text;
 SELECT in.source AS a, out.source AS b, href, anchor, scopes FROM document_link ORDER BY a, b, href, anchor;
 SELECT index, count() AS n FROM amem_index_write GROUP BY index ORDER BY index;
 RETURN { fts_ids: count(SELECT id FROM chunk_fts WHERE type::record('chunk', record::id(id)).id = NONE),
