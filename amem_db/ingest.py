@@ -34,6 +34,7 @@ class Item:
     name: str  # how the user knows it: a path, or path#id for a corpus line
     doc: dict[str, Any]
     keywords: list[dict[str, Any]] = field(default_factory=list)  # what prepare returned (amem_db/ingest_batch.py)
+    sealed: dict[str, Any] | None = None  # prepare's chunks and seal: the batch takes them instead of chunking again
 
 
 @dataclass
@@ -217,6 +218,7 @@ def _plan_batch(batch: list[Item], prepared: list[tuple[bool, Any]], embedder: A
             plan.append((it, None, _failed(it.name, p)))
             continue
         it.keywords = p["keywords"]
+        it.sealed = {"chunks": p["chunks"], "seal": p["seal"]} if p.get("seal") else None
         if p["unchanged"] or embedder is None:
             plan.append((it, None, None))
         else:
@@ -257,7 +259,7 @@ async def _store_batch(conn: Any, plan: Plan, calls: list[Call], report: IngestR
                        progress: Progress | None, after_batch: Callable[[], Awaitable[Any]] | None) -> Any:
     t0 = time.perf_counter()
     stored = [it for it, _parts, error in plan if error is None]  # one per call, in order
-    outcomes = iter(await ingest_batch(conn, [(doc, it.keywords, v) for (doc, v), it in zip(calls, stored)]))
+    outcomes = iter(await ingest_batch(conn, [(doc, it.keywords, v, it.sealed) for (doc, v), it in zip(calls, stored)]))
     report.engine_seconds += time.perf_counter() - t0
     for it, _parts, error in plan:
         if error is not None:

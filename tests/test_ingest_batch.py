@@ -62,7 +62,8 @@ async def in_batches(conn, items: list[Item], size: int = 16) -> list[dict]:
         prepared = await call_each(conn, "fn::amem::documents::prepare", [(it.doc,) for it in batch])
         assert all(ok for ok, _ in prepared)
         out += await call(conn, "fn::amem::ingest::batch", [
-            {"doc": it.doc, "keywords": p["keywords"], "vectors": vectors_of(p, it.doc)} for it, (_ok, p) in zip(batch, prepared)])
+            {"doc": it.doc, "keywords": p["keywords"], "vectors": vectors_of(p, it.doc), "chunks": p["chunks"], "seal": p["seal"]}
+            for it, (_ok, p) in zip(batch, prepared)])
     return out
 
 
@@ -75,7 +76,7 @@ SELECT document.source AS doc, position, text, char_start, char_end, start_s, en
 SELECT document.source AS doc, position, heading, heading_path, level, char_start, char_end, heading_embedding, scopes FROM section ORDER BY doc, position;
 SELECT id, text, normalised, embedding, scopes FROM keyword ORDER BY id;
 SELECT in.source AS doc, out AS kw, score, scopes FROM knowledge_has_keyword ORDER BY doc, kw;
-SELECT document.source AS doc, text, mime_type, scopes, geometry FROM chunk_fts ORDER BY doc, text;
+SELECT document.source AS doc, text, passage_start, mime_type, scopes, geometry, recorded_at != NONE AS dated FROM chunk_fts ORDER BY doc, text;
 SELECT in.source AS a, out.source AS b, href, anchor, scopes FROM document_link ORDER BY a, b, href, anchor;
 SELECT index, count() AS n FROM amem_index_write GROUP BY index ORDER BY index;
 RETURN { fts_ids: count(SELECT id FROM chunk_fts WHERE type::record('chunk', record::id(id)).id = NONE),
@@ -214,4 +215,54 @@ async def test_scopes_per_document_inside_one_batch(dev_server):
                 {"doc": items[2].doc | {"source": "a3"}, "keywords": [], "vectors": None},
                 {"doc": items[1].doc, "keywords": [], "vectors": None}])
         (n,) = await t.root.query("RETURN count(SELECT id FROM document WHERE source = 'a3')")
+        assert n == 0
+
+
+LONG = " ".join(f"Sentence {i} of the returns policy explains how refunds for damaged parcels are handled." for i in range(30))
+
+
+async def forged_item(conn, source: str) -> tuple[dict, dict]:
+    """A document of several chunks, and an item bringing back only its first chunk, with
+    one vector, sealed by root for that forged list (fn::amem::ingest::seal)."""
+    d = {"text": LONG, "mime_type": "text/plain", "source": source}
+    ((_ok, p),) = await call_each(conn, "fn::amem::documents::prepare", [(d,)])
+    assert len(p["chunks"]) > 2
+    forged = p["chunks"][:1]
+    v = vectors_of({**p, "chunks": forged}, d)
+    item = {"doc": d, "keywords": p["keywords"], "vectors": v, "chunks": forged, "seal": p["seal"]}
+    return p, item
+
+
+async def test_sealed_chunks_are_taken_back_only_as_prepare_made_them(db):
+    """ingest::batch takes prepare's chunks back instead of chunking again only when the
+    seal matches them (issue 25): chunks that are not prepare's, under prepare's seal, are
+    chunked again, so vectors made for the forged list are refused (one to one); the list
+    prepare made, with its seal, stores exactly prepare's chunks."""
+    p, item = await forged_item(db, "sealed")
+    with pytest.raises(InvalidInput, match=f"vectors.chunks must hold {len(p['chunks'])} vectors"):
+        await call(db, "fn::amem::ingest::batch", [item])
+    good = item | {"chunks": p["chunks"], "vectors": vectors_of(p, item["doc"])}
+    (out,) = await call(db, "fn::amem::ingest::batch", [good])
+    assert out["document"]["chunk_count"] == len(p["chunks"])
+    (rows,) = await db.query("SELECT text, position, char_start, char_end FROM chunk WHERE document.source = 'sealed' ORDER BY position")
+    assert rows == [{k: c[k] for k in ("text", "position", "char_start", "char_end")} for c in p["chunks"]]
+    assert all(r["text"] == LONG[r["char_start"]:r["char_end"]] for r in rows)
+
+
+async def test_a_record_user_gets_no_say_over_the_chunks(dev_server):
+    """Only root and system sessions are trusted with sealed chunks: a record user's item
+    is chunked again even when its seal matches its chunks (computed by root), so its
+    forged chunk list is never stored and vectors made for it are refused."""
+    async with tenants(dev_server, "bseal", {"writer": dict(read=["org/a"], write=["org/a"])}) as t:
+        conn = t.conns["writer"]
+        p, item = await forged_item(conn, "sealed-ru")
+        item["doc"]["scopes"] = ["org/a"]
+        (seal,) = await t.root.query("RETURN fn::amem::ingest::seal(fn::amem::documents::check($doc), crypto::sha256($doc.text), $c)",
+                                     {"doc": item["doc"], "c": item["chunks"]})
+        root_item = item | {"seal": seal, "doc": item["doc"] | {"source": "root-forged", "scopes": []}}
+        (ok,) = await call(t.root, "fn::amem::ingest::batch", [root_item])
+        assert ok["document"]["chunk_count"] == 1  # root may: it could write any chunk row anyway
+        with pytest.raises(InvalidInput, match=f"vectors.chunks must hold {len(p['chunks'])} vectors"):
+            await call(conn, "fn::amem::ingest::batch", [item | {"seal": seal}])
+        (n,) = await t.root.query("RETURN count(SELECT id FROM document WHERE source = 'sealed-ru')")
         assert n == 0

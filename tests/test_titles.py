@@ -132,7 +132,7 @@ def old_release(tmp_path: Path):
     (surql / "045_titles.surql.j2").unlink()
     sync = surql / "040_fulltext_sync.surql.j2"
     src = sync.read_text()
-    assert src.count('t == "chunk"') == 2
+    assert src.count('t == "chunk"') == 3
     sync.write_text(src.replace('t == "chunk"', "false"))  # the copy = the passage, as before
     return mig, surql
 

@@ -56,10 +56,10 @@ BATCH = """
 DEFINE FUNCTION OVERWRITE fn::prof::batch($items: array) -> object {
     LET $t0 = time::now();
     LET $now = time::now();
-    LET $plan = $items.map(|$it| fn::amem::ingest::plan($it, $now));
+    LET $plan = %PLAN%;
     LET $write = $plan.filter(|$x| !$x.unchanged);
     LET $t1 = time::now();
-    INSERT INTO document $write.map(|$x| object::extend(fn::amem::documents::fields($x.d, $x.p, $x.v, $x.hash), { id: $x.id })) RETURN NONE;
+    INSERT INTO document $write.map(|$x| object::extend(fn::amem::documents::fields($x.d, $x.p, %VEC%, $x.hash), { id: $x.id })) RETURN NONE;
     LET $t2 = time::now();
     %CHILDREN%
     LET $t3 = time::now();
@@ -68,6 +68,35 @@ DEFINE FUNCTION OVERWRITE fn::prof::batch($items: array) -> object {
     %LINKS%
     LET $t5 = time::now();
     LET $answer = $plan.map(|$x| { status: 'added', document: { id: $x.id, chunk_count: array::len($x.p.chunks), keywords: $x.p.keywords } });
+    LET $t6 = time::now();
+    %MS%
+    RETURN { chunks: math::sum($write.map(|$x| array::len($x.p.chunks))), keywords: math::sum($write.map(|$x| array::len($x.p.keywords))),
+             ms: { 'batch: plan (checks, chunking again, keyword check, vector check)': $ms($t0, $t1),
+                   'batch: document INSERT (summary vector)': $ms($t1, $t2),
+                   'batch: chunk INSERT + events + mentions': $ms($t2, $t3),
+                   'batch: keyword nodes + edges (+ scope event)': $ms($t3, $t4),
+                   'batch: links': $ms($t4, $t5), 'batch: answer': $ms($t5, $t6) } };
+} PERMISSIONS FULL;
+""".replace("%MS%", MS)
+# since issue 25 (2nd pass) the batch plans in ingest::batch and writes in ingest::write, the plan
+# an argument there (no variable copied by every statement below it): the same shape, with clocks
+BATCH_BY_ARGUMENT = """
+DEFINE FUNCTION OVERWRITE fn::prof::batch($items: array) -> object {
+    LET $t0 = time::now();
+    LET $now = time::now();
+    RETURN fn::prof::write($items.map(|$it, $i| fn::amem::ingest::plan($it, $now, $i)).filter(|$x| !$x.unchanged), $items, $t0);
+} PERMISSIONS FULL;
+DEFINE FUNCTION OVERWRITE fn::prof::write($write: array, $items: array, $t0: datetime) -> object {
+    LET $t1 = time::now();
+    INSERT INTO document $write.map(|$x| object::extend(fn::amem::documents::fields($x.d, $x.p, fn::amem::ingest::vectors($items[$x.i].vectors), $x.hash), { id: $x.id })) RETURN NONE;
+    LET $t2 = time::now();
+    fn::amem::ingest::children($write, $items);
+    LET $t3 = time::now();
+    fn::amem::ingest::attach($write);
+    LET $t4 = time::now();
+    %LINKS%
+    LET $t5 = time::now();
+    LET $answer = $write.map(|$x| { status: 'added', document: { id: $x.id, chunk_count: array::len($x.p.chunks), keywords: $x.p.keywords } });
     LET $t6 = time::now();
     %MS%
     RETURN { chunks: math::sum($write.map(|$x| array::len($x.p.chunks))), keywords: math::sum($write.map(|$x| array::len($x.p.keywords))),
@@ -90,8 +119,8 @@ LINKS_GUARDED = """FOR $x IN $write {
         LET $named = $key != NONE AND array::len(SELECT VALUE id FROM document WHERE link_keys CONTAINS $key LIMIT 1) > 0;
         IF $x.replaces OR array::len($x.d.links) > 0 OR $named { fn::amem::documents::link($x.id) };
     };"""
-CHILDREN_LOOP = "FOR $x IN $write { fn::amem::documents::write_children($x.id, $x.d, $x.p, $x.v) };"
-CHILDREN_SET = "fn::amem::ingest::children($write);"
+CHILDREN_LOOP = "FOR $x IN $write { fn::amem::documents::write_children($x.id, $x.d, $x.p, %VEC%) };"
+CHILDREN_SET = "fn::amem::ingest::children($write, $items);"
 
 
 async def main() -> None:
@@ -112,7 +141,16 @@ async def main() -> None:
     children = CHILDREN_SET if "ingest::children" in str(info) else CHILDREN_LOOP
     links = LINKS_GUARDED if "$named" in str(info) else LINKS_ALL
     attach = ATTACH_NOVEC if os.environ.get("PROF_NOKWVEC") else "fn::amem::ingest::attach($write);"
-    await conn.query(PREPARE + BATCH.replace("%CHILDREN%", children).replace("%ATTACH%", attach).replace("%LINKS%", links))
+    # since issue 25 (2nd pass) the plan holds the item's index, not its vectors: they are read from $items where written
+    by_index = "ingest::vectors" in str(info)
+    plan = "$items.map(|$it, $i| fn::amem::ingest::plan($it, $now, $i))" if by_index else "$items.map(|$it| fn::amem::ingest::plan($it, $now))"
+    vec = "fn::amem::ingest::vectors($items[$x.i].vectors)" if by_index else "$x.v"
+    if "ingest::write" in str(info):
+        children = "ingest::write"
+        await conn.query(PREPARE + BATCH_BY_ARGUMENT.replace("%LINKS%", links))
+    else:
+        await conn.query((PREPARE + BATCH.replace("%CHILDREN%", children).replace("%ATTACH%", attach).replace("%LINKS%", links))
+                         .replace("%PLAN%", plan).replace("%VEC%", vec))
     sums: dict[str, float] = defaultdict(float)
     t_prep = t_store = t_floor = 0.0
     n_chunks = n_kw = n_docs = 0
@@ -136,7 +174,9 @@ async def main() -> None:
             v, i = {"model": emb.name}, 0
             for key, part in parts.items():
                 v[key], i = vecs[i:i + len(part)], i + len(part)
-            calls.append({"doc": d, "keywords": p["keywords"], "vectors": v})
+            # since issue 25 (2nd pass) prepare seals its chunks and the batch takes them back (amem_db/ingest_batch.py)
+            calls.append({"doc": d, "keywords": p["keywords"], "vectors": v}
+                         | ({"chunks": p["chunks"], "seal": p["seal"]} if p.get("seal") else {}))
             rows += [{"text": c["text"], "position": c["position"], "char_start": c["char_start"], "char_end": c["char_end"],
                       "embedding": v["chunks"][j], "mime_type": "text/plain", "scopes": [], "key": f"{pos}_{len(rows) + j}"}
                      for j, c in enumerate(p["chunks"])]
@@ -158,7 +198,7 @@ async def main() -> None:
         t_floor += time.perf_counter() - t0
     (_, counts), = await call_each(conn, "fn::prof::counts", [()])
     print(f"{n_docs} documents, {n_chunks} chunks, {n_kw} keyword edges, keyword rows {counts[0]} "
-          f"(with a vector {counts[1]}), index-log rows {counts[2]}; children: {children}")
+          f"(with a vector {counts[1]}), index-log rows {counts[2]}; children: {children.replace('%VEC%', vec)}")
     print(f"{'stage':70s} ms/chunk")
     print(f"{'prepare round trip (client clock; check, chunking, RAKE, existing)':70s} {1000 * t_prep / n_chunks:7.2f}")
     for k, ms in sums.items():
