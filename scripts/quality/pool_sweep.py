@@ -88,7 +88,8 @@ async def main() -> int:
     conn = mem.conn
     pools = [int(p) for p in a.pools.split(",")]
     modes = a.modes.split(",")
-    original = (await conn.query("SELECT VALUE candidate_pool FROM ONLY amem_setting:schema"))
+    original = await conn.query("RETURN (SELECT VALUE candidate_pool FROM ONLY amem_setting:schema) ?? 256")
+    original = int(original[0] if isinstance(original, list) else original)
     runs: dict[int, dict[str, dict[str, list[str]]]] = {}
     try:
         for pool in pools:
@@ -98,8 +99,11 @@ async def main() -> int:
                 run = per_query_conversations if conversations else per_query_documents
                 runs[pool][mode] = await run(mem, data, mode)
                 print(f"pool {pool} {mode}: done", file=sys.stderr)
+                if a.out:  # the rankings so far: a failure later loses nothing measured
+                    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+                    Path(a.out + ".rankings").write_text(json.dumps(runs))
     finally:
-        await Migrator(conn).migrate({"candidate_pool": original or 256, "embedding_dim": embedder.dimension})
+        await Migrator(conn).migrate({"candidate_pool": original, "embedding_dim": embedder.dimension})
         await close_quietly(conn)
     base = pools[0]
     res: dict[str, Any] = {"dataset": a.dataset, "baseline_pool": base, "pools": {}}
