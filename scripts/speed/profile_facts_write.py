@@ -50,12 +50,12 @@ DEFINE FUNCTION OVERWRITE fn::prof::write($request: any, $vectors: option<object
     LET $write = rand::ulid();
     LET $ids = $p.entities.map(|$e| $e.id);
     LET $made = $d.triples.map(|$t| [$t.entity, $t.target]).flatten().filter(|$e| $e != NONE)
-        .map(|$e| fn::amem::entities::upsert($e, $d.scopes, $v.entities[array::find_index($ids, $e.id)], $write, $d.observed_at));
+        .map(|$e| fn::prof::upsert_old($e, $d.scopes, $v.entities[array::find_index($ids, $e.id)], $write, $d.observed_at));
     LET $t5 = time::now();
     LET $aliases = $d.triples.filter(|$t| array::len($t.aliases) > 0)
         .map(|$t| fn::amem::entities::add_names($t.entity.id, $t.aliases, true, $d.scopes, $write, $d.observed_at));
     LET $speaker = IF $d.speaker = NONE { NONE } ELSE {
-        fn::amem::entities::upsert($d.speaker, $d.scopes, $v.entities[array::find_index($ids, $d.speaker.id)], $write, $d.observed_at) };
+        fn::prof::upsert_old($d.speaker, $d.scopes, $v.entities[array::find_index($ids, $d.speaker.id)], $write, $d.observed_at) };
     fn::amem::facts::place($d.triples);
     LET $t6 = time::now();
     LET $mentioned = IF array::len($d.triples) = 0 AND $speaker = NONE { 0 } ELSE { fn::amem::mentions::of_names($write) };
@@ -81,9 +81,22 @@ DEFINE FUNCTION OVERWRITE fn::prof::write($request: any, $vectors: option<object
 } PERMISSIONS FULL;
 """.replace("%MS%", MS)
 
-# fn::amem::facts::write, passages and check_vectors as of 5afee0c, verbatim (renamed): the "before" of
+# fn::amem::facts::write, passages, check_vectors and entities::upsert as of 5afee0c, verbatim (renamed): the "before" of
 # write_many was `SELECT VALUE fn::amem::facts::write(request, vectors) FROM $items`
 OLD = r"""
+DEFINE FUNCTION OVERWRITE fn::prof::upsert_old($e: object, $scopes: array<string>, $vector: option<array>, $write: string, $at: datetime) -> record<entity> {
+    -- Called by facts::write inside its transaction. It never reads the node: the
+    -- caller may not see a node other scopes named (surql/050), and must not learn
+    -- that it exists. A new node is created; an existing one is left as its creator
+    -- made it (a record user cannot update it: the UPSERT is then a silent no-op).
+    -- The canonical name row in the write's scopes makes the node readable there
+    -- (the entity_scope_sync event widens its scopes).
+    UPSERT $e.id SET name = name ?? $e.name, name_norm = $e.name_norm, type = $e.type, kind = kind ?? $e.type,
+        embedding = embedding ?? $vector, category = category ?? 'knowledge', importance = importance ?? 0.8 RETURN NONE;
+    fn::amem::entities::add_names($e.id, [$e.name], false, $scopes, $write, $at);
+    RETURN $e.id;
+} PERMISSIONS FULL;
+
 DEFINE FUNCTION OVERWRITE fn::prof::check_vectors_old($p: object, $vectors: option<object>) -> object {
     IF $vectors = NONE { RETURN { model: NONE, entities: [], attributes: [], passages: [] } };
     fn::amem::facts::keys($vectors, ['model', 'entities', 'attributes', 'passages'], 'vectors');
@@ -139,11 +152,11 @@ DEFINE FUNCTION OVERWRITE fn::prof::write_old($request: any, $vectors: option<ob
     LET $write = rand::ulid();
     LET $ids = $p.entities.map(|$e| $e.id);
     LET $made = $d.triples.map(|$t| [$t.entity, $t.target]).flatten().filter(|$e| $e != NONE)
-        .map(|$e| fn::amem::entities::upsert($e, $d.scopes, $v.entities[array::find_index($ids, $e.id)], $write, $d.observed_at));
+        .map(|$e| fn::prof::upsert_old($e, $d.scopes, $v.entities[array::find_index($ids, $e.id)], $write, $d.observed_at));
     LET $aliases = $d.triples.filter(|$t| array::len($t.aliases) > 0)
         .map(|$t| fn::amem::entities::add_names($t.entity.id, $t.aliases, true, $d.scopes, $write, $d.observed_at));
     LET $speaker = IF $d.speaker = NONE { NONE } ELSE {
-        fn::amem::entities::upsert($d.speaker, $d.scopes, $v.entities[array::find_index($ids, $d.speaker.id)], $write, $d.observed_at) };
+        fn::prof::upsert_old($d.speaker, $d.scopes, $v.entities[array::find_index($ids, $d.speaker.id)], $write, $d.observed_at) };
     fn::amem::facts::place($d.triples);
     -- the names this write added, in passages already stored (surql/280_mentions)
     -- (a write without triples or speaker added no name: nothing to look up)
