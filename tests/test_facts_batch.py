@@ -280,6 +280,29 @@ async def test_an_atomic_batch_that_fails_leaves_nothing(mem, db):
     assert await counts(db) == before
 
 
+async def test_a_batch_failing_after_its_rows_are_written_leaves_no_partial_request(fresh):
+    """A failure in the set-based store phase (a passage refused by an event, after the
+    batch's entities, names and attributes were written in the same transaction) undoes
+    the whole batch; written again one by one, only the refused request is missing."""
+    mem = await fresh()
+    await mem.conn.query("DEFINE EVENT boom ON memory_chunk WHEN $event = 'CREATE' AND string::contains($after.text, 'boom') "
+                         "THEN { THROW 'amem:invalid_input: boom refused' }")
+    before = await counts(mem.conn)
+    requests = [{"triples": [attr(f"Ivy {i}", "role", "lead"), rel(f"Ivy {i}", "works_at", "Acme")],
+                 "text": f"Ivy {i} {'boom' if i == 2 else 'leads'}.", "idempotency_key": f"ivy-{i}"} for i in range(4)]
+    with pytest.raises(InvalidInput, match="boom refused"):
+        await mem.facts.write_many(requests, atomic=True)
+    assert await counts(mem.conn) == before
+    result = await mem.facts.write_many(requests, per_transaction=4)
+    assert [(e.index, e.code) for e in result.errors] == [(2, "invalid_input")] and result.transactions == 1 + 4
+    assert await mem.entities.get("person", "Ivy 2") is None
+    (left,) = await mem.conn.query("SELECT VALUE key FROM memory_write")
+    assert sorted(left) == ["ivy-0", "ivy-1", "ivy-3"]
+    after = await counts(mem.conn)
+    assert (after["attribute"] - before["attribute"], after["relation"] - before["relation"],
+            after["memory_chunk"] - before["memory_chunk"]) == (3, 3, 3)
+
+
 async def test_write_many_refuses_what_is_not_a_batch(mem, db):
     before = await counts(db)
     one = {"text": "a note"}
