@@ -1,17 +1,22 @@
-"""Where a memory write's engine time goes, step by step (issue 25 item 3).
+"""Where a memory write's engine time goes, step by step, before and after the set-based
+`fn::amem::facts::write_many` (issue 25 item 3).
 
-A throw-away instrumented copy of `fn::amem::facts::write` (`fn::prof::write`,
-`time::now()` between its steps; it calls the same helpers, so it stores what the
-product stores), run in a scratch mem:// database through `write_many`-sized groups
-(`SELECT VALUE fn::prof::write(...) FROM $items`, one transaction a group, as
-`facts::write_many` did before issue 25's set-based batch). The store is filled to each
-of --sizes facts first (through `fn::amem::facts::write_many`), then --per fact requests
-and --per passage requests are timed there. Also the whole batched call per request
-(`fn::amem::facts::write_many`, client clock) at each size.
+* before: `SELECT VALUE fn::prof::write_old(r, v) FROM $items`, what `write_many` ran up to
+  5afee0c, with that commit's `write`, `passages`, `check_vectors` and `entities::upsert`
+  (OLD below, verbatim, renamed), and an instrumented copy of it (`fn::prof::write`,
+  `time::now()` between its steps);
+* after: `fn::amem::facts::write_many` of this tree, and an instrumented copy of its
+  `store_many` made from surql/275_facts at run time (a clock before each statement).
 
-    PYTHONPATH=. python scripts/speed/profile_facts_write.py --sizes 1000,10000 --per 64
+One scratch mem:// database, filled to each of --sizes facts (fact requests through
+`write_many`), then per request kind (one new-entity attribute triple; one ~200-character
+passage) groups of --group requests of each path in turn, so both see the same store and
+the same load; the paired ratio is the figure to read on a loaded machine.
 
-Prints mean ms per request per step (engine clock).
+    PYTHONPATH=. python scripts/speed/profile_facts_write.py --sizes 1000,10000 --per 128
+
+Prints per path the median ms a request (client clock), the median after / before ratio of
+the paired groups, and the mean ms a request per step (engine clock).
 """
 from __future__ import annotations
 
