@@ -176,6 +176,67 @@ async def test_a_batch_stores_exactly_what_one_by_one_writes_store(fresh, how):
     assert await snapshot(batched, ids_batched) == await snapshot(single, ids_single)
 
 
+# requests that do not depend on each other (no shared idempotency key, no entity + key
+# twice), reconciled against rows stored before the batch: write_many's set-based path
+BEFORE = [
+    {"triples": [attr("Alice Smith", "role", "CTO", entity={"aliases": ["Al"]}), rel("Alice Smith", "works_at", "Acme")],
+     "text": "Alice Smith joined Acme as CTO.", "observed_at": at(1), "idempotency_key": "first"},
+    {"triples": [attr("Bob Jones", "role", "engineer", valid_from=at(20))], "observed_at": at(1)},
+    {"triples": [attr("Carol King", "role", "lead"), attr("Jack Reed", "role", "coach")], "observed_at": at(3)},
+    {"triples": [attr("Alice Smith", "speaks", "English"), rel("Dan Brown", "works_at", "Initech")], "observed_at": at(3)},
+    {"text": "Erin Walker met Frank at the fair.", "session_id": "s0", "observed_at": at(3)},
+]
+INDEPENDENT = [
+    BEFORE[0],                                                                                        # replayed
+    {"triples": [attr("Alice Smith", "role", "CEO")], "observed_at": at(4)},                           # superseded
+    {"triples": [attr("Bob Jones", "role", "intern", valid_from=at(2))], "observed_at": at(4)},        # late
+    {"triples": [attr("Carol King", "role", "Chair", confidence=0.5)], "observed_at": at(4)},          # uncertain
+    {"triples": [attr("Alice Smith", "speaks", "French"),                                             # coexists
+                 {"entity": {"type": "person", "name": "Dan Brown"}, "key": "works_at", "retract": True}],  # retracted
+     "observed_at": at(5), "idempotency_key": "second"},
+    {"triples": [attr("Erin Walker", "role", "designer", entity={"aliases": ["Erin W"]})],             # added, new entity
+     "text": "Erin Walker and Gina Park talked about Acme.", "speaker": "Gina Park", "observed_at": at(5)},
+    {"triples": [attr("Gina Park", "hobby", "chess")], "text": "Gina mentioned Helen Hunt to Al.",     # a name written later
+     "session_id": "s1", "role": "user", "observed_at": at(6)},
+    {"triples": [attr("Helen Hunt", "role", "pilot")], "observed_at": at(6)},
+    {"triples": [attr("Helen Hunt", "role", "captain")], "scopes": ["org/acme"], "observed_at": at(6)},  # other scope
+    {"triples": [attr("Jack Reed", "role", "coach")], "observed_at": at(3)},                           # unchanged (known)
+    {"triples": [rel("Kate Moss", "works_at", "Acme"), attr("Kate Moss", "city", "Amsterdam")],
+     "location": {"lat": 52.37, "lng": 4.9}, "observed_at": at(7)},
+    {"triples": [{"entity": {"type": "person", "name": "Liam Neeson"}, "key": "role", "retract": True}], "observed_at": at(8)},
+    {"text": "A note without names.", "labels": ["b", "a"], "category": "knowledge", "observed_at": at(8), "valid_until": at(28)},
+]
+
+
+@pytest.mark.parametrize("how", ["groups", "one transaction"])
+async def test_independent_requests_take_the_set_path_and_store_what_one_by_one_stores(fresh, how):
+    single, batched = await fresh(), await fresh()
+    pre_single = [w["write"] for w in await one_by_one(single, BEFORE)]
+    pre_batched = [w["write"] for w in await one_by_one(batched, BEFORE)]
+    expected = await one_by_one(single, INDEPENDENT)
+    # the batch's requests are independent: write_many stores them with its set-based steps
+    from amem_db.geometry import with_polygons
+    (staged,) = await batched.conn.query(
+        "RETURN fn::amem::facts::entangled(SELECT VALUE fn::amem::facts::stage($this, NONE) FROM $r)",
+        {"r": [with_polygons(r) for r in INDEPENDENT]})
+    assert staged is False
+    result = await batched.facts.write_many(INDEPENDENT, per_transaction=5 if how == "groups" else 64, atomic=how != "groups")
+    assert result.errors == [] and result.transactions == (3 if how == "groups" else 1)
+    got = [w.model_dump() for w in result.writes]
+    outcomes = [[t["outcome"] for t in w["triples"]] for w in got]
+    assert outcomes == [["added", "added"], ["superseded"], ["late"], ["uncertain"], ["coexists", "retracted"], ["added"],
+                        ["added"], ["added"], ["added"], ["unchanged"], ["added", "added"], ["nothing_to_retract"], []]
+    # the ids of the earlier writes canonical too (the replay and the reconciliation name them)
+    ids_single, ids_batched = [*[w["write"] for w in expected], *pre_single], [*[w["write"] for w in got], *pre_batched]
+    assert canonical(got, {w: i for i, w in enumerate(ids_batched)}) == canonical(expected, {w: i for i, w in enumerate(ids_single)})
+    # every row, link, mentions edge and vector: the stores are equal
+    assert await snapshot(batched, ids_batched) == await snapshot(single, ids_single)
+    # the mentions both ways: the earlier passage names Erin Walker (written in the batch),
+    # the batch's passage names Helen Hunt (written by a later request of the batch) and Al
+    (edges,) = await batched.conn.query("SELECT VALUE record::id(out) FROM mentions WHERE char_start != NONE")
+    assert {"person/erin walker", "person/helen hunt", "person/alice smith", "person/gina park"} <= set(edges)
+
+
 # --- a bad request fails alone ---------------------------------------------------------------
 async def test_a_bad_request_fails_alone_with_its_typed_error_and_the_others_land(mem, db):
     before = await counts(db)
@@ -217,6 +278,29 @@ async def test_an_atomic_batch_that_fails_leaves_nothing(mem, db):
     with pytest.raises(EmbeddingMismatch):
         await call(db, "fn::amem::facts::write_many", good, [ok, ok, {**ok, "passages": [[0.1] * 5]}])
     assert await counts(db) == before
+
+
+async def test_a_batch_failing_after_its_rows_are_written_leaves_no_partial_request(fresh):
+    """A failure in the set-based store phase (a passage refused by an event, after the
+    batch's entities, names and attributes were written in the same transaction) undoes
+    the whole batch; written again one by one, only the refused request is missing."""
+    mem = await fresh()
+    await mem.conn.query("DEFINE EVENT boom ON memory_chunk WHEN $event = 'CREATE' AND string::contains($after.text, 'boom') "
+                         "THEN { THROW 'amem:invalid_input: boom refused' }")
+    before = await counts(mem.conn)
+    requests = [{"triples": [attr(f"Ivy {i}", "role", "lead"), rel(f"Ivy {i}", "works_at", "Acme")],
+                 "text": f"Ivy {i} {'boom' if i == 2 else 'leads'}.", "idempotency_key": f"ivy-{i}"} for i in range(4)]
+    with pytest.raises(InvalidInput, match="boom refused"):
+        await mem.facts.write_many(requests, atomic=True)
+    assert await counts(mem.conn) == before
+    result = await mem.facts.write_many(requests, per_transaction=4)
+    assert [(e.index, e.code) for e in result.errors] == [(2, "invalid_input")] and result.transactions == 1 + 4
+    assert await mem.entities.get("person", "Ivy 2") is None
+    (left,) = await mem.conn.query("SELECT VALUE key FROM memory_write")
+    assert sorted(left) == ["ivy-0", "ivy-1", "ivy-3"]
+    after = await counts(mem.conn)
+    assert (after["attribute"] - before["attribute"], after["relation"] - before["relation"],
+            after["memory_chunk"] - before["memory_chunk"]) == (3, 3, 3)
 
 
 async def test_write_many_refuses_what_is_not_a_batch(mem, db):

@@ -160,6 +160,7 @@ FUNCTIONS = {  # name -> strategy of the argument tuple
     "fn::amem::scope::check_write": st.tuples(st.one_of(st.lists(paths, max_size=5), hostile)),
     # typed memory
     "fn::amem::facts::prepare": st.tuples(fact_request),
+    "fn::amem::facts::prepare_many": st.tuples(st.one_of(st.lists(fact_request, max_size=3), hostile)),
     "fn::amem::facts::write": st.tuples(fact_request, st.one_of(st.none(), hostile)),
     "fn::amem::facts::write_many": st.tuples(st.one_of(st.lists(fact_request, max_size=3), hostile), st.one_of(st.none(), hostile)),
     # the BM25 champion lists (surql/315): the build's steps, operator only, with their checks

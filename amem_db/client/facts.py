@@ -71,7 +71,7 @@ class Facts:
         failed: dict[int, AmemError] = {}
         vectors: list[dict[str, Any] | None] = [None] * len(bodies)
         if embed and bodies:
-            plans = await call_each(self.mem.conn, "fn::amem::facts::prepare", [(b,) for b in bodies])
+            plans = await self._prepare_all(bodies)
             failed = {i: server_error(p) for i, (ok, p) in enumerate(plans) if not ok}
             if atomic and failed:
                 raise failed[min(failed)]
@@ -108,6 +108,21 @@ class Facts:
             errors=[FactBatchError(index=i, code=e.code, message=e.message) for i, e in sorted(failed.items())],
             facts=sum(len(w.triples) for w in results if w is not None),
             passages=sum(len(w.passages) for w in results if w is not None))
+
+    async def _prepare_all(self, bodies: Sequence[Any]) -> list[tuple[bool, Any]]:
+        """``[(ok, plan or error text)]`` for every request: ``facts::prepare_many`` in
+        groups of FACTS_BATCH_MAX (one statement each); a group with a bad request is
+        prepared again one request per statement, so that each bad one gets its own error."""
+        out: list[tuple[bool, Any]] = []
+        for at in range(0, len(bodies), FACTS_BATCH_MAX):
+            group = list(bodies[at: at + FACTS_BATCH_MAX])
+            try:
+                out += [(True, p) for p in await call(self.mem.conn, "fn::amem::facts::prepare_many", group)]
+            except (TransportError, NotMigrated):
+                raise
+            except AmemError:
+                out += await call_each(self.mem.conn, "fn::amem::facts::prepare", [(b,) for b in group])
+        return out
 
     async def _embed_plans(self, plans: Sequence[Mapping[str, Any] | None]) -> list[dict[str, Any] | None]:
         """The ``vectors`` argument of each prepared write (None for a failed plan), from
