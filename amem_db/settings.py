@@ -31,6 +31,10 @@ class SchemaSettings(BaseModel):
     hnsw_efc: int = Field(default=HNSW_EFC, ge=16, le=2000)
     # KNN needs a literal `<|K,EF|>` (docs/ENGINE-ISSUES.md #2): the pool is rendered in.
     candidate_pool: int = Field(default=256, ge=10, le=4096)
+    # recall's own legs (entities, attributes, memory passages): RRF with rrfK 2 hardly reads
+    # past rank 64, and a KNN's cost is its K (docs/ENGINE-ISSUES.md #30); at least recall's max k
+    # (docs/EVALUATION.md "Candidate pool": LoCoMo R@10 equal at 64 and 256)
+    recall_pool: int = Field(default=64, ge=50, le=4096)
     analyzer_language: str = "english"
     # keep the passages of replaced document versions for asOf / atInstant reads
     # (migrations/0011, surql/260_versions): opt-in, it costs storage and replace time

@@ -17,7 +17,8 @@ async def migrate(
     embedding_dim: int | None = typer.Option(None, help="embedding dimension of the HNSW indexes (default 384; recorded, later runs keep it)"),
     hnsw_m: int | None = typer.Option(None, help="HNSW M (default 12)"),
     hnsw_efc: int | None = typer.Option(None, help="HNSW EFC (default 150)"),
-    candidate_pool: int | None = typer.Option(None, help="candidates per retrieval leg (default 256)"),
+    candidate_pool: int | None = typer.Option(None, help="candidates per retrieval leg of documents.query (default 256)"),
+    recall_pool: int | None = typer.Option(None, help="candidates per leg and memory table of recall (default 64, at least 50)"),
     analyzer_language: str | None = typer.Option(None, help="snowball stemmer language of knowledge_text (default english)"),
     document_history: bool | None = typer.Option(
         None, "--document-history/--no-document-history",
@@ -32,7 +33,7 @@ async def migrate(
     Example: amem-db migrate --embedding-dim 384
     """
     overrides = dict(embedding_dim=embedding_dim, hnsw_m=hnsw_m, hnsw_efc=hnsw_efc,
-                     candidate_pool=candidate_pool, analyzer_language=analyzer_language,
+                     candidate_pool=candidate_pool, recall_pool=recall_pool, analyzer_language=analyzer_language,
                      document_history=document_history)
     m = Migrator(await session.connection())
     if sql:
