@@ -297,6 +297,35 @@ async def test_legs_over_empty_tables_are_skipped_and_find_the_same_rows(passage
     assert "chunk" in {h.source for h in again.hits}
 
 
+async def test_hydrate_ranked_is_the_one_step_hydration_where_it_counts(mem, db):
+    """hydrate_ranked reads the first k candidates, and the rest only when one of them is no
+    longer current: its first k rows and first k included hits are those of hydrate(candidates)."""
+    who = person("Hyd")
+    w = await mem.facts.write({"triples": [attr(who, f"key_{i}", f"value {i}") for i in range(8)],
+                               "text": f"{who} wrote eight notes.", "category": "knowledge"})
+    ids = [t.id for t in w.triples] + list(w.passages)
+    await mem.forget([ids[1]])  # the second best is no longer current
+
+    async def both(k: int, include: list[str]) -> list[list[str]]:
+        got = (await db.query(
+            "LET $f = fn::amem::recall::options('x', NONE, {mode: 'bm25'}).f;"
+            "LET $r = $ids.map(|$id, $i| { id: type::record($id), score: 1.0 - $i * 0.01 });"
+            "RETURN [fn::amem::recall::hydrate_ranked($r, $k, $inc, $f), fn::amem::recall::hydrate(fn::amem::recall::candidates($r, $k, $inc), $f)];",
+            {"ids": ids, "k": k, "inc": include}))[-1]
+        return [[plain(h["id"]) for h in rows] for rows in got]
+
+    for k, include in ((3, ["facts", "passages"]), (1, ["passages"]), (5, ["facts"])):
+        two_step, one_step = await both(k, include)
+        assert ids[1] not in two_step and ids[1] not in one_step
+        assert two_step[:k] == one_step[:k], (k, include)
+        kinds = {t for kind, t in (("facts", "attribute"), ("passages", "memory_chunk")) if kind in include}
+        hits = [i for i in one_step if i.split(":")[0] in kinds][:k]
+        assert hits and [i for i in two_step if i.split(":")[0] in kinds][:k] == hits
+    # nothing gone among the first k: only they are read
+    two_step, one_step = await both(1, ["facts", "passages"])
+    assert two_step == [ids[0]] and len(one_step) > 1
+
+
 # --- a realistic scenario ----------------------------------------------------------------
 async def test_scenario_role_and_employer_change_over_writes(mem):
     who = person("Dana")
