@@ -14,7 +14,7 @@ import itertools
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from helpers import attr, hash_memory, rel
+from helpers import attr, hash_memory, migrated, rel
 from surrealdb import RecordID
 
 from amem_db import InvalidInput
@@ -255,6 +255,75 @@ async def test_raw_surrealql_gives_the_python_result(mem, db):
     py = await mem.recall(q, k=7)
     assert [plain(h["id"]) for h in raw["hits"]] == [h.id for h in py.hits] and py.hits
     assert [h["score"] for h in raw["hits"]] == [h.score for h in py.hits]
+
+
+# --- legs over empty tables (issue 24) ---------------------------------------------------
+@pytest.fixture(scope="module")
+async def passages_only():
+    """A database holding memory passages only: no document, no entity, no attribute."""
+    async for conn in migrated("passages"):
+        yield conn
+
+
+async def test_legs_over_empty_tables_are_skipped_and_find_the_same_rows(passages_only):
+    db = passages_only
+    m = hash_memory(db)
+    await m.facts.write({"text": " ".join(f"Turn {i}: the lighthouse keeper logged {i} ships in the fog." for i in range(12)),
+                         "category": "knowledge"})
+    q = "How many ships did the lighthouse keeper log in the fog?"
+    r = await m.recall(q, k=5)
+    assert r.hits and {h.source for h in r.hits} == {"memory_chunk"}
+    tables = r.trace["legs"]["vector"]["tables"]
+    assert tables["memory_chunk"]["strategy"] == "exact" and tables["memory_chunk"]["candidates"] > 0
+    assert {t: tables[t]["strategy"] for t in ("entity", "attribute", "chunk", "audio_chunk", "passage_version")} == dict.fromkeys(
+        ("entity", "attribute", "chunk", "audio_chunk", "passage_version"), "skipped: empty table")
+    assert r.seed_entities == [] and r.trace["legs"]["graph"]["seeds"] == 0
+    # the same legs told nothing of which tables hold rows (no `present`) read every table: same rows
+    e = await m.embed_query(q)
+    got = (await db.query(
+        "LET $o = fn::amem::recall::options($q, $e, {embeddingModel: $m}); LET $t = fn::amem::query::terms($q).text;"
+        "LET $all = object::remove($o.f, 'present');"
+        "RETURN { present: $o.f.present,"
+        "  skipped: [fn::amem::recall::vector_leg($e, $o.f, $o.threshold).rows, fn::amem::recall::bm25_leg($t, $o.f).rows],"
+        "  every: [fn::amem::recall::vector_leg($e, $all, $o.threshold).rows, fn::amem::recall::bm25_leg($t, $all).rows] };",
+        {"q": q, "e": e, "m": m.embedder.name}))[-1]
+    assert got["present"] == {"entity": False, "entity_name": False, "attribute": False, "memory_chunk": True,
+                              "chunk": False, "audio_chunk": False, "passage_version": False}
+    assert got["skipped"][0] and got["skipped"][1] and got["skipped"] == got["every"]
+    # a document arrives: its legs run again (present is read on every recall)
+    await m.documents.ingest_text("The lighthouse keeper counted ships in the fog every night.", title="log")
+    again = await m.recall(q, k=5)
+    assert again.trace["legs"]["vector"]["tables"]["chunk"]["strategy"] != "skipped: empty table"
+    assert "chunk" in {h.source for h in again.hits}
+
+
+async def test_hydrate_ranked_is_the_one_step_hydration_where_it_counts(mem, db):
+    """hydrate_ranked reads the first k candidates, and the rest only when one of them is no
+    longer current: its first k rows and first k included hits are those of hydrate(candidates)."""
+    who = person("Hyd")
+    w = await mem.facts.write({"triples": [attr(who, f"key_{i}", f"value {i}") for i in range(8)],
+                               "text": f"{who} wrote eight notes.", "category": "knowledge"})
+    ids = [t.id for t in w.triples] + list(w.passages)
+    await mem.forget([ids[1]])  # the second best is no longer current
+
+    async def both(k: int, include: list[str]) -> list[list[str]]:
+        got = (await db.query(
+            "LET $f = fn::amem::recall::options('x', NONE, {mode: 'bm25'}).f;"
+            "LET $r = $ids.map(|$id, $i| { id: type::record($id), score: 1.0 - $i * 0.01 });"
+            "RETURN [fn::amem::recall::hydrate_ranked($r, $k, $inc, $f), fn::amem::recall::hydrate(fn::amem::recall::candidates($r, $k, $inc), $f)];",
+            {"ids": ids, "k": k, "inc": include}))[-1]
+        return [[plain(h["id"]) for h in rows] for rows in got]
+
+    for k, include in ((3, ["facts", "passages"]), (1, ["passages"]), (5, ["facts"])):
+        two_step, one_step = await both(k, include)
+        assert ids[1] not in two_step and ids[1] not in one_step
+        assert two_step[:k] == one_step[:k], (k, include)
+        kinds = {t for kind, t in (("facts", "attribute"), ("passages", "memory_chunk")) if kind in include}
+        hits = [i for i in one_step if i.split(":")[0] in kinds][:k]
+        assert hits and [i for i in two_step if i.split(":")[0] in kinds][:k] == hits
+    # nothing gone among the first k: only they are read
+    two_step, one_step = await both(1, ["facts", "passages"])
+    assert two_step == [ids[0]] and len(one_step) > 1
 
 
 # --- a realistic scenario ----------------------------------------------------------------

@@ -108,7 +108,7 @@ async def test_a_thin_tier3_escalates_and_the_trace_says_why(mem, db):
     r = await mem.recall("quokka", k=10, include=["facts"], threshold=0.99)
     esc = r.tiers["escalation"]
     assert r.escalated is True and r.tier == 4 and r.tier_reason.startswith("tier 4: thin")
-    assert esc["ran"] is True and esc["floor"] == 0.4 and esc["what"]["pool"] == 512 and esc["what"]["graphDepth"] == 3
+    assert esc["ran"] is True and esc["floor"] == 0.4 and esc["what"]["pool"] == 128 and esc["what"]["graphDepth"] == 3
     assert esc["what"]["hyde"].startswith("skipped (no hydeEmbedding")
     assert [h["id"] for h in esc["after"]] == [h.id for h in r.hits] and len(r.hits) <= 10
     row = await trace_row(db, r.trace["id"])

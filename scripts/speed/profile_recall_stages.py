@@ -1,11 +1,22 @@
-"""Recall's stage table over one LoCoMo conversation (issue 24 item 2; docs/BENCHMARKS.md).
+"""Recall's stage table (issue 24 items 2-3; docs/BENCHMARKS.md "Recall stages (issue 24)").
 
   python scripts/speed/profile_recall_stages.py [CONVERSATION] [QUESTIONS]
+  python scripts/speed/profile_recall_stages.py --store PATH [--data DIR] [QUESTIONS]
 
-Writes the turns of one dev conversation through the product's memory path (the default
-embedder, cached), then recalls its questions as an agent does (hybrid, k 10, lens = the
-conversation) and prints the p50 of each stage of ``trace.timings.stages``, of each leg's
-tables, and of the round trip. Datasets: ``AMEM_DATASETS`` or ``../shared/datasets``.
+The first form writes the turns of one LoCoMo dev conversation through the product's memory
+path (the default embedder, cached) into a fresh ``mem://`` database, then recalls its
+questions as an agent does (hybrid, k 10, lens = the conversation).
+
+The second form profiles a database kept on disk (``surrealkv://PATH``, namespace ``bench``,
+database ``b``: what ``amem-db bench`` writes for recall, N chunks + N memory passages +
+min(N, 10k) facts) with the bench's own queries and vectors (``--data``: the bench's data
+directory, default ``PATH/../data``) and the bench's recall options (hybrid, k 10, facts and
+passages, no lens).
+
+Both print the p50 of each row of the bench's stage table (``recall_stages``: the round trip,
+``queryMs``, each stage of ``trace.timings.stages``, each leg's tables) and the rest of
+``queryMs`` that no stage covers (the trace write, its reinforcement event, the response).
+Datasets: ``AMEM_DATASETS`` or ``../shared/datasets``.
 """
 
 from __future__ import annotations
@@ -16,23 +27,28 @@ import statistics
 import sys
 import time
 from collections import defaultdict
+from pathlib import Path
+from typing import Any
 
-from amem_db.client import Memory
 from amem_db.connection import Target, open_connection
-from amem_db.embedding import CachedEmbedder, get_embedder
-from amem_db.harness.locomo import lens_of, load_conversations, turn_request, write_turns
-from amem_db.harness.paths import datasets_root
-from amem_db.migrator import Migrator
+from amem_db.db import call
+from amem_db.harness.bench.recall import recall_stages
 
-DATA = datasets_root()
+STAGES = ("optionsMs", "setupMs", "vectorMs", "bm25Ms", "seedsMs", "graphMs", "fuseMs", "escalateMs", "contextMs")
 
 
 def p50(xs: list[float]) -> float:
     return round(statistics.median(xs), 2) if xs else float("nan")
 
 
-async def main(conversation: str | None, limit: int) -> None:
-    cs = load_conversations(DATA / "locomo", "dev")
+async def locomo(conversation: str | None, limit: int) -> tuple[Any, list[tuple[str, list[float]]], dict[str, Any]]:
+    from amem_db.client import Memory
+    from amem_db.embedding import CachedEmbedder, get_embedder
+    from amem_db.harness.locomo import lens_of, load_conversations, turn_request, write_turns
+    from amem_db.harness.paths import datasets_root
+    from amem_db.migrator import Migrator
+
+    cs = load_conversations(datasets_root() / "locomo", "dev")
     conversation = conversation or sorted({t.conversation for t in cs.turns})[0]
     turns = [t for t in cs.turns if t.conversation == conversation]
     questions = [q for q in cs.questions.values() if q.conversation == conversation][:limit]
@@ -41,31 +57,44 @@ async def main(conversation: str | None, limit: int) -> None:
     mem = Memory(conn, embedder=CachedEmbedder(get_embedder()))
     wrote = await write_turns(mem, [turn_request(t) for t in turns])
     print(f"conversation {conversation}: {len(turns)} turns written in {wrote['seconds']} s; {len(questions)} questions")
-    for q in questions[:3]:  # warm-up: the question embeddings into the cache
-        await mem.recall(q.text, k=10, lens=lens_of(conversation))
-    stages: dict[str, list[float]] = defaultdict(list)
-    for q in questions:
+    queries = [(q.text, await mem.embed_query(q.text)) for q in questions]
+    return conn, queries, {"k": 10, "lens": lens_of(conversation), "embeddingModel": mem.embedder.name}
+
+
+async def stored(path: Path, data: Path, limit: int) -> tuple[Any, list[tuple[str, list[float]]], dict[str, Any]]:
+    from amem_db.harness.bench.data import corpus_of
+
+    _, _, texts, vecs, meta = corpus_of(data, 1)
+    conn = await open_connection(Target(url=f"surrealkv://{path}", ns="bench", db="b"))
+    print(f"store {path}: {len(texts[:limit])} bench queries")
+    return conn, [(t, v.tolist()) for t, v in list(zip(texts, vecs))[:limit]], {
+        "mode": "hybrid", "k": 10, "include": ["facts", "passages"], "embeddingModel": str(meta.get("embedder") or "bench")}
+
+
+async def main(argv: list[str]) -> None:
+    if "--store" in argv:
+        path = Path(argv[argv.index("--store") + 1])
+        data = Path(argv[argv.index("--data") + 1]) if "--data" in argv else path.parent / "data"
+        rest = [a for i, a in enumerate(argv) if a not in ("--store", "--data") and (i == 0 or argv[i - 1] not in ("--store", "--data"))]
+        conn, queries, opts = await stored(path, data, int(rest[0]) if rest else 40)
+    else:
+        conn, queries, opts = await locomo(argv[0] if argv else None, int(argv[1]) if len(argv) > 1 else 40)
+    for text, e in queries[:3]:  # warm-up
+        await call(conn, "fn::amem::recall", text, e, opts)
+    rows: dict[str, list[float]] = defaultdict(list)
+    for text, e in queries:
         t = time.perf_counter()
-        resp = await mem.recall(q.text, k=10, lens=lens_of(conversation))
-        stages["round trip (client)"].append((time.perf_counter() - t) * 1000)
-        tr = resp.trace if isinstance(resp.trace, dict) else resp.trace.model_dump(by_alias=True)
-        stages["queryMs (in database)"].append(resp.query_ms)
-        for k, v in (tr["timings"].get("stages") or {}).items():
-            stages[k].append(v)
-        for leg in ("vector", "bm25"):
-            legt = tr["legs"].get(leg) or {}
-            if leg == "vector":
-                for table, row in (legt.get("tables") or {}).items():
-                    if isinstance(row, dict) and "ms" in row:
-                        stages[f"vector.{table}"].append(row["ms"])
-            else:
-                for table, ms in (legt.get("ms") or {}).items():
-                    stages[f"bm25.{table}"].append(ms)
-    for k, v in stages.items():
-        print(f"{k:28s} {p50(v):8.2f} ms")
+        res = await call(conn, "fn::amem::recall", text, e, opts)
+        st = recall_stages(res, (time.perf_counter() - t) * 1000)
+        st["rest of queryMs (trace write, reinforcement, response)"] = st["in database (queryMs)"] - sum(st.get(s, 0.0) for s in STAGES)
+        for k, v in st.items():
+            rows[k].append(v)
+    for k, v in rows.items():
+        print(f"{k:58s} {p50(v):9.2f} ms")
+    print(f"load average {os.getloadavg()}")
     await conn.close()
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else None, int(sys.argv[2]) if len(sys.argv) > 2 else 40))
+    asyncio.run(main(sys.argv[1:]))
     os._exit(0)  # docs/ENGINE-ISSUES.md #4
