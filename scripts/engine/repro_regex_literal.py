@@ -6,21 +6,39 @@
 ms per row: a Unicode-class regex as a literal, as a `<regex>` cast, cast once into a
 variable; an ASCII-class literal; a plain string replace.
 """
-import asyncio, time, statistics
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+
 from surrealdb import AsyncSurreal
-async def main():
-    db = AsyncSurreal("mem://"); await db.connect(); await db.use("p","p")
-    t = "Alice met Bob at the café; they talked about the launch, the budget and the review."
-    qs = {
-     "stmt literal unicode": "SELECT VALUE string::replace($t, /[^\\p{L}]+/, ' ') FROM array::range(0, 200)",
-     "stmt cast unicode": "SELECT VALUE string::replace($t, <regex> \"[^\\\\p{L}]+\", ' ') FROM array::range(0, 200)",
-     "stmt literal ascii": "SELECT VALUE string::replace($t, /[^a-zA-Z]+/, ' ') FROM array::range(0, 200)",
-     "stmt plain replace": "SELECT VALUE string::replace($t, ';', ' ') FROM array::range(0, 200)",
-     "let cast once": "LET $r = <regex> \"[^\\\\p{L}]+\"; SELECT VALUE string::replace($t, $r, ' ') FROM array::range(0, 200)",
-    }
-    for k, q in qs.items():
-        ts=[]
+
+TEXT = "Alice met Bob at the café; they talked about the launch, the budget and the review."
+ROWS = "FROM array::range(0, 200)"
+STATEMENTS = {
+    "literal, Unicode class": f"SELECT VALUE string::replace($t, /[^\\p{{L}}]+/, ' ') {ROWS}",
+    "cast, Unicode class": f"SELECT VALUE string::replace($t, <regex> \"[^\\\\p{{L}}]+\", ' ') {ROWS}",
+    "cast once into a LET": f"LET $r = <regex> \"[^\\\\p{{L}}]+\"; SELECT VALUE string::replace($t, $r, ' ') {ROWS}",
+    "literal, ASCII class": f"SELECT VALUE string::replace($t, /[^a-zA-Z]+/, ' ') {ROWS}",
+    "plain string replace": f"SELECT VALUE string::replace($t, ';', ' ') {ROWS}",
+}
+
+
+async def main() -> None:
+    db = AsyncSurreal("mem://")
+    await db.connect()
+    await db.use("probe", "probe")
+    for label, sql in STATEMENTS.items():
+        times = []
         for _ in range(5):
-            t0=time.perf_counter(); await db.query(q, {"t": t}); ts.append((time.perf_counter()-t0)*1000/200)
-        print(f"{k:22s} {statistics.median(ts):.4f} ms per row")
-asyncio.run(main())
+            t0 = time.perf_counter()
+            await db.query(sql, {"t": TEXT})
+            times.append((time.perf_counter() - t0) * 1000 / 200)
+        print(f"{label:24s} {statistics.median(times):.4f} ms per row")
+    await db.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
