@@ -147,6 +147,42 @@ async def test_replace_and_unchanged_inside_a_batch():
         await close_quietly(batched)
 
 
+async def test_scoped_batches_give_keywords_the_scopes_of_their_edges():
+    """keyword.scopes = the union of its edges' scopes, whether the batch creates its new
+    nodes with its documents' scopes (one scope set in the batch, a root session: the
+    keyword_scope_sync event then has nothing to do) or the event sets them (mixed scopes),
+    and a later batch in other scopes adds to a shared keyword: equal to one by one."""
+    text = "Warranty claims need the original receipt and the serial number of the device."
+    batches = [[doc(text, "a1", scopes=["org/a/x"]), doc("Zebra crossings near depot seven close overnight.", "a2", scopes=["org/a/x"])],
+               [doc(text + " Claims are answered within ten days.", "b1", scopes=["org/b"]),
+                doc(text + " Returns need the box.", "c1", scopes=["org/c", "team/q"])],
+               [doc(text + " Unscoped copy.", "n1")]]
+    single, batched = await fresh(), await fresh()
+    try:
+        for group in batches:
+            assert all(ok for ok, _ in await one_by_one(single, group))
+            await in_batches(batched, group)
+        a, b = await snapshot(single), await snapshot(batched)
+        for snap in (a, b):  # a node's scopes are a set: their order follows the edge ids, random on both sides
+            snap["keyword"] = [r | {"scopes": sorted(r["scopes"])} for r in snap["keyword"]]
+        assert_same(a, b)
+        # a keyword of every document (the shared sentence's)
+        (shared,) = await batched.query("SELECT VALUE out FROM (SELECT out, count() AS n FROM knowledge_has_keyword GROUP BY out) WHERE n = 4")
+        assert shared
+        (got,) = await batched.query("SELECT VALUE [scopes, scope_keys] FROM ONLY $k", {"k": shared[0]})
+        assert sorted(got[0]) == ["org/a/x", "org/b", "org/c", "team/q"]
+        assert sorted(got[1]) == ["org", "org/a", "org/a/x", "org/b", "org/c", "team", "team/q"]
+        (zebra,) = await batched.query("SELECT VALUE scopes FROM keyword WHERE normalised CONTAINS 'zebra'")
+        assert zebra and all(s == ["org/a/x"] for s in zebra)
+        # every node holds exactly the union of its edges' scopes
+        (bad,) = await batched.query("SELECT VALUE id FROM keyword WHERE array::sort(scopes) != "
+                                     "array::sort(array::distinct(array::flatten(SELECT VALUE scopes FROM knowledge_has_keyword WHERE out = $parent.id)))")
+        assert bad == []
+    finally:
+        await close_quietly(single)
+        await close_quietly(batched)
+
+
 async def test_a_bad_document_in_a_batch_is_reported_and_the_others_land(db):
     before = await counts(db)
     items = [doc("Returns of unopened items are free within thirty days.", "ok1"),

@@ -14,6 +14,7 @@ import sys
 import pytest
 import pytest_asyncio
 from devserver_fixture import ROOT_PASSWORD, ROOT_USER, dev_server, tenants, unique_name  # noqa: F401
+from helpers import make_target
 from permission_matrix import MATRIX
 from surrealdb import RecordID
 from surrealdb.errors import NotAllowedError, NotFoundError
@@ -24,6 +25,7 @@ from amem_db.db import call, plain
 from amem_db.embedding import get_embedder
 from amem_db.errors import AmemError, AuthenticationFailed, NotFound, PermissionDenied
 from amem_db.ingest import Item, ingest_items
+from amem_db.migrator import Migrator
 
 N_DOCS = 24  # per tenant
 WORDS = ("return policy refund window unopened items shipping rates invoice warranty claim battery "
@@ -831,5 +833,31 @@ async def test_migration_0017_moves_single_scope_reinforcement_rows_and_drops_mi
             {"id": ["attribute:bare", ""], "importance": 0.7, "times": 1, "scopes": []},
             {"id": ["attribute:one", "org/a"], "importance": 0.9, "times": 2, "scopes": ["org/a"]},
         ]
+    finally:
+        await close_quietly(conn)
+
+
+STORED_PATH_CASES = ["org", "org/acme/team", ".", "..", "...", "a/./b", "a/../b", "a/.../b", ".a", "a.", "a..b", "..x", "x..",
+                     "org/.hidden", "", "a//b", "/a", "a/", "x" * 256, "x" * 257, "é", "a b", "a\n", "org/a\nb", "a:b@c-d_e.f", 5, None]
+
+
+async def test_the_scopes_assert_accepts_exactly_what_check_path_accepts():
+    """fn::amem::scope::stored_paths (the ASSERT on every table's scopes) tries one regex
+    first (issue 25): the same paths pass and fail, with check_path's message, as checking
+    each path with check_path."""
+    conn = await open_connection(make_target("paths"))
+    try:
+        await Migrator(conn).migrate()
+        for p in STORED_PATH_CASES:
+            got = []
+            for q in ["RETURN fn::amem::scope::stored_paths(['ok/x', $p]);",
+                      "RETURN ['ok/x', $p].map(|$q| fn::amem::scope::check_path($q, 'scopes')).len() = 2;"]:
+                try:
+                    got.append(("ok", await conn.query(q, {"p": p})))
+                except Exception as e:  # the message is what is compared
+                    got.append(("error", str(e)))
+            assert got[0] == got[1], p
+            assert (got[0][0] == "ok") == (isinstance(p, str) and p in {"org", "org/acme/team", "...", "a/.../b", ".a", "a.", "a..b", "..x",
+                                                                         "x..", "org/.hidden", "x" * 256, "a:b@c-d_e.f"}), p
     finally:
         await close_quietly(conn)

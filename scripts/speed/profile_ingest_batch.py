@@ -11,7 +11,7 @@ run in a scratch mem:// database, documents of scifact / cranfield / cisi round-
 batches, the bulk floor: one INSERT of the very chunk rows and vectors, 50 a statement,
 into a migrated database (both indexes, the chunk events), as `amem-db bench` does.
 
-    nice -n 5 python scripts/speed/profile_ingest_batch.py --chunks 600
+    nice -n 5 python scripts/speed/profile_ingest_batch.py --chunks 600 [--scopes org/acme/team]
 
 Prints ms per chunk per stage (engine clock; the prepare round trip by the client
 clock), chunks/s of the product path (prepare + batch round trips) and of the floor.
@@ -128,10 +128,15 @@ async def main() -> None:
     ap.add_argument("--chunks", type=int, default=600)
     ap.add_argument("--data-root", default=str(Path(__file__).resolve().parents[3] / "shared" / "datasets"))
     ap.add_argument("--per-transaction", type=int, default=4)
+    ap.add_argument("--scopes", default="", help="comma-separated scope paths every document (and floor row) carries, e.g. org/acme/team")
     a = ap.parse_args()
     root = Path(a.data_root)
     per_ds = [items_from_file((root / n / "corpus.jsonl").resolve()) for n in ("scifact", "cranfield", "cisi")]
     items = [it for group in roundrobin(per_ds) for it in group]
+    scopes = [p for p in a.scopes.split(",") if p]
+    if scopes:
+        for it in items:
+            it.doc["scopes"] = scopes
     emb = CachedEmbedder(get_embedder("minilm"))
     conn = await open_connection(Target(url="mem://", ns="p", db="steps"))
     floor = await open_connection(Target(url="mem://", ns="p", db="floor"))
@@ -178,7 +183,7 @@ async def main() -> None:
             calls.append({"doc": d, "keywords": p["keywords"], "vectors": v}
                          | ({"chunks": p["chunks"], "seal": p["seal"]} if p.get("seal") else {}))
             rows += [{"text": c["text"], "position": c["position"], "char_start": c["char_start"], "char_end": c["char_end"],
-                      "embedding": v["chunks"][j], "mime_type": "text/plain", "scopes": [], "key": f"{pos}_{len(rows) + j}"}
+                      "embedding": v["chunks"][j], "mime_type": "text/plain", "scopes": scopes, "key": f"{pos}_{len(rows) + j}"}
                      for j, c in enumerate(p["chunks"])]
         groups = [calls[i:i + a.per_transaction] for i in range(0, len(calls), a.per_transaction)]
         t0 = time.perf_counter()
