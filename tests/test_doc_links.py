@@ -71,7 +71,7 @@ def test_scripts_readme_lists_every_script_once():
 
 
 def test_the_long_docs_lead_with_the_current_figures():
-    for doc, first in (("EVALUATION.md", "Current figures"), ("BENCHMARKS.md", "Issue 14's run")):
+    for doc, first in (("EVALUATION.md", "Current figures"), ("BENCHMARKS.md", "Current run")):
         found = headings(doc)
         assert found is not None and found[1].startswith(first), found[:3]  # [0] is the title
         assert len((ROOT / "docs" / doc).read_text().splitlines()) <= 450, f"{doc}: the history belongs in its -HISTORY.md"
