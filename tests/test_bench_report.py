@@ -115,8 +115,8 @@ async def test_bulk_load_reopens_surrealkv_when_the_wal_is_full(tmp_path, monkey
 
 
 def test_bench_defaults_are_the_published_run():
-    """`make bench` (= `amem-db bench`) repeats the run docs/BENCHMARKS.md publishes: every
-    option of that run's command line is the command's default."""
+    """`make bench` (= `amem-db bench`) is the full run docs/BENCHMARKS.md's "Make target"
+    spells out: every option of that command line is the command's default."""
     import inspect
     import re
     from pathlib import Path
@@ -125,7 +125,7 @@ def test_bench_defaults_are_the_published_run():
 
     doc = (Path(__file__).resolve().parent.parent / "docs" / "BENCHMARKS.md").read_text()
     line = re.search(r"^amem-db bench (--backend .*)$", doc, re.M)
-    assert line, "BENCHMARKS.md no longer shows the published run's command"
+    assert line, "BENCHMARKS.md no longer shows the full run's command"
     given = dict(re.findall(r"--([a-z-]+) (\S+)", line.group(1)))
     given.pop("out")  # where the report went, not a setting of the run
     params = inspect.signature(bench_command).parameters
