@@ -134,7 +134,12 @@ FUNCTIONS = {  # name -> strategy of the argument tuple
         "keywords": st.one_of(hostile, st.lists(st.one_of(hostile, st.fixed_dictionaries({
             "text": st.one_of(hostile, st.text(max_size=20)), "normalised": st.one_of(hostile, st.text(max_size=20)),
             "score": st.one_of(hostile, st.floats(allow_nan=True))})), max_size=3)),
-        "vectors": st.one_of(st.none(), hostile)})), max_size=3))),
+        "vectors": st.one_of(st.none(), hostile),
+        # prepare's chunks and seal (chunking once, surql/255_ingest): a forged or hostile pair is chunked again
+        "chunks": st.one_of(hostile, st.lists(st.one_of(hostile, st.fixed_dictionaries({
+            "text": st.one_of(hostile, st.text(max_size=20)), "position": st.one_of(hostile, small_int),
+            "char_start": st.one_of(hostile, small_int), "char_end": st.one_of(hostile, small_int)})), max_size=3)),
+        "seal": st.one_of(hostile, st.text(max_size=64))})), max_size=3))),
     "fn::amem::documents::get": st.tuples(hostile),
     "fn::amem::documents::list": st.tuples(page_opts),
     "fn::amem::documents::chunks": st.tuples(hostile, page_opts),
