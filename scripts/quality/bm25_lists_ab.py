@@ -24,7 +24,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from title_ab import paired, per_query_ndcg
+from title_ab import paired, per_query_ndcg, write_json
 
 
 async def main() -> int:
@@ -76,9 +76,7 @@ async def main() -> int:
         "lists_forced": built is not None, "build_seconds": built["seconds"] if built else None,
         "modes": {m: paired(per_query_ndcg(ds.qrels, on[m]), per_query_ndcg(ds.qrels, off[m])) for m in modes}}
     print(json.dumps(res, indent=1))
-    if a.out:
-        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.out).write_text(json.dumps(res, indent=1))
+    write_json(a.out, res)
     return 0
 
 

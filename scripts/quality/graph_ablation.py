@@ -1,6 +1,6 @@
 """hybrid_graph ablation and latency on a shared collection (docs/GRAPH.md).
 
-    python scripts/quality/graph_ablation.py ../shared/datasets/cisi --url surrealkv:///tmp/cisi-copy \
+    python scripts/quality/graph_ablation.py ../shared/datasets/cisi --url surrealkv://results/cisi-copy \
         --limit-queries 26 --out results/graph-ablation/cisi.json
 
 Runs hybrid, hybrid_graph with every signal on, and hybrid_graph with each

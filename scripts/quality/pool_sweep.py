@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from title_ab import paired, per_query_ndcg
+from title_ab import paired, per_query_ndcg, write_json
 
 
 async def per_query_documents(mem: Any, ds: Any, mode: str) -> dict[str, list[str]]:
@@ -99,9 +98,8 @@ async def main() -> int:
                 run = per_query_conversations if conversations else per_query_documents
                 runs[pool][mode] = await run(mem, data, mode)
                 print(f"pool {pool} {mode}: done", file=sys.stderr)
-                if a.out:  # the rankings so far: a failure later loses nothing measured
-                    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-                    Path(a.out + ".rankings").write_text(json.dumps(runs))
+                # the rankings so far: a failure later loses nothing measured
+                write_json(a.out and a.out + ".rankings", runs)
     finally:
         await Migrator(conn).migrate({"candidate_pool": original, "embedding_dim": embedder.dimension})
         await close_quietly(conn)
@@ -116,9 +114,7 @@ async def main() -> int:
                 row["recall@10"] = paired(recall_at(qrels, runs[pool][mode], 10), recall_at(qrels, runs[base][mode], 10))
             res["pools"][pool][mode] = row
             print(f"pool {pool:4d} {mode:8s} " + "  ".join(f"{m} {v['on']:.4f} ({v['delta']:+.4f} +- {v['se']:.4f})" for m, v in row.items()))
-    if a.out:
-        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.out).write_text(json.dumps(res, indent=1))
+    write_json(a.out, res)
     return 0
 
 

@@ -39,6 +39,13 @@ def per_query_ndcg(qrels: dict[str, dict[str, int]], rankings: dict[str, list[st
             if any(s > 0 for s in qrels[q].values())}
 
 
+def write_json(out: str | None, obj: Any) -> None:
+    """The report as JSON at ``out`` (its folder made), when one was asked for."""
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(json.dumps(obj, indent=1))
+
+
 def paired(on: dict[str, float], off: dict[str, float]) -> dict[str, Any]:
     qs = sorted(on)
     d = [on[q] - off[q] for q in qs]
@@ -88,9 +95,7 @@ async def main() -> int:
     res = {"dataset": ds.name, "queries": len(ds.queries),
            "modes": {m: paired(per_query_ndcg(ds.qrels, on[m]), per_query_ndcg(ds.qrels, off[m])) for m in modes}}
     print(json.dumps(res, indent=1))
-    if a.out:
-        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.out).write_text(json.dumps(res, indent=1))
+    write_json(a.out, res)
     return 0
 
 

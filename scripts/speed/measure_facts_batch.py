@@ -5,7 +5,7 @@
 write_many), with an embedder that returns precomputed vectors (random unit vectors of
 the migrated dimension): embedding time is not what is measured here.
 
-    PYTHONPATH=. python scripts/speed/measure_facts_batch.py --n 400 --facts 10000 [--url surrealkv:///tmp/x]
+    PYTHONPATH=. python scripts/speed/measure_facts_batch.py --n 400 --facts 10000 [--url surrealkv://results/facts-batch]
 
 Each group size writes --n requests into the same growing database, in the order
 given, so later rows see a larger store; the default order starts with one by one.
