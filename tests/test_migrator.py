@@ -11,6 +11,7 @@ from helpers import drop, make_target
 from amem_db.connection import close_quietly, open_connection
 from amem_db.errors import (
     DimensionChangeRefused,
+    InvalidInput,
     MigrationDrift,
     MigrationError,
     MigrationLocked,
@@ -214,6 +215,18 @@ async def test_settings_are_recorded_and_kept(conn):
     assert stored[0]["candidate_pool"] == 128
     idx = (await conn.query("INFO FOR TABLE chunk"))[0]["indexes"]["chunk_embedding"]
     assert "M 16" in idx
+
+
+async def test_recall_pool_is_a_setting_of_recall_legs_only(conn):
+    """recall's own legs read recall_pool rows (their EF twice that); documents.query keeps
+    candidate_pool (surql/450_recall, settings.py)."""
+    await Migrator(conn).migrate({"candidate_pool": 256, "recall_pool": 80})
+    assert (await Migrator(conn).migrate()).settings.recall_pool == 80
+    fns = (await conn.query("INFO FOR DB"))[0]["functions"]
+    assert "<|80,160|>" in fns["amem::recall::vector_memory_chunk"] and "<|160,320|>" in fns["amem::recall::vector_memory_chunk_wide"]
+    assert "<|256,512|>" in fns["amem::query::vector_chunk"]
+    with pytest.raises(InvalidInput, match="recall_pool"):
+        await Migrator(conn).migrate({"recall_pool": 10})  # below recall's largest k (50)
 
 
 async def test_dimension_change_without_vectors_reindexes(conn):
