@@ -235,14 +235,14 @@ def print_comparison(rows: list[dict[str, Any]]) -> None:
 def bench_command(
     session: Session,
     sizes: str = typer.Option("1000,10000,100000", help="corpus sizes in chunks, comma-separated"),
-    systems: str = typer.Option("amem,amem-ingest,agent-loop,lancedb,python,throughput,hnsw-curve,vector-split",
+    systems: str = typer.Option("amem,amem-ingest,agent-loop,lancedb,lancedb-ann,python,throughput,hnsw-curve,vector-split",
                                 help="amem (product query + raw engine floor), amem-ingest (the stored-function ingest path), "
                                 "agent-loop (one LoCoMo conversation replayed: remember a turn, recall a question; once, at the first size), "
-                                "lancedb, python (bm25s/numpy/hnswlib), throughput (queries/s, 1/2/4 clients), "
+                                "lancedb (FTS index, flat vector search: its default), lancedb-ann (the same with an IVF_HNSW_SQ vector index), python (bm25s/numpy/hnswlib), throughput (queries/s, 1/2/4 clients), "
                                 "hnsw-curve (EF vs recall vs latency), vector-split (vectors out of the records, <= 10k)"),
     queries: int = typer.Option(20, help="timed queries per size and mode (after the warm-up)"),
     warmup: int = typer.Option(2, help="untimed warm-up queries per mode"),
-    ingest_sizes: str = typer.Option("1000,10000", help="sizes at which amem-ingest runs (the product path stores ~40 chunks/s; 100k takes ~45 min)"),
+    ingest_sizes: str = typer.Option("1000,10000", help="sizes at which amem-ingest runs (the product path stores ~120 chunks/s: 100k takes 15 min or more)"),
     throughput_sizes: str = typer.Option("1000,10000", help="sizes at which the throughput system runs (1, 2, 4 clients; embedded and dev server)"),
     recall_sizes: str = typer.Option("1000,10000", help="sizes at which the amem run also writes memory and times recall (100k adds ~30 min of writes)"),
     backend: str = typer.Option("surrealkv", help="engine storage for the amem runs: surrealkv (the product's default; the bulk load reopens the engine past its WAL limit, docs/ENGINE-ISSUES.md #8), mem, surrealkv+versioned, file"),
@@ -273,7 +273,7 @@ def bench_command(
     except ValueError:
         raise typer.BadParameter("sizes are whole numbers, e.g. 1000,10000", param_hint="--sizes") from None
     system_list = [s.strip() for s in systems.split(",") if s.strip()]
-    needs = {"lancedb": ["lancedb", "pyarrow"], "python": ["bm25s", "hnswlib"]}
+    needs = {"lancedb": ["lancedb", "pyarrow"], "lancedb-ann": ["lancedb", "pyarrow"], "python": ["bm25s", "hnswlib"]}
     require_extra(["matplotlib", "numpy"] + [m for s in system_list for m in needs.get(s, [])], "bench")
     unknown = [s for s in system_list if s not in DEFAULT_SYSTEMS]
     if unknown:

@@ -15,13 +15,15 @@ that system's alone):
   keywords, edges) would not fit the time budget.
 * ``amem-ingest``: the product ingestion path (``prepare`` -> embed ->
   ``ingest``) on whole documents until N chunks are stored: chunks/s with and
-  without embedding time. Default sizes 1k and 10k (~40 chunks/s on 2 cores).
+  without embedding time. Default sizes 1k and 10k (~120 chunks/s on 2 cores).
   At 1k and 10k chunks it also writes as many memory passages and facts
   through ``fn::amem::facts::write_many`` (batched, real vectors) and times
   ``fn::amem::recall`` (hybrid, facts + passages) beside
   ``documents.query`` in that database (``recall``).
 * ``lancedb``: LanceDB, its native FTS index + exact (flat) vector search +
-  ``RRFReranker`` hybrid.
+  ``RRFReranker`` hybrid (LanceDB's behaviour until a vector index is created).
+* ``lancedb-ann``: the same with an IVF_HNSW_SQ vector index (cosine, LanceDB's
+  default parameters): the peer a LanceDB user would run at 100k rows.
 * ``python``: the pure-compute floor: bm25s (BM25), numpy exact cosine,
   hnswlib (HNSW with our M / EFC / EF), and their RRF in Python.
 

@@ -98,6 +98,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         rows.append((f"engine floor {name}", "amem", ("floor_ms", name)))
     for mode in ("bm25", "vector", "hybrid"):
         rows.append((f"lancedb {mode}", "lancedb", ("latency_ms", mode)))
+    for mode in ("vector", "hybrid"):
+        rows.append((f"lancedb-ann {mode} (IVF_HNSW_SQ)", "lancedb-ann", ("latency_ms", mode)))
     for mode in ("bm25s", "numpy_exact", "hnswlib", "hybrid_rrf"):
         rows.append((f"python {mode}", "python", ("latency_ms", mode)))
     for label, system, (section, key) in rows:
@@ -121,6 +123,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         ("amem hybrid / lancedb hybrid", ("amem", "latency_ms", "hybrid"), ("lancedb", "latency_ms", "hybrid")),
         ("amem bm25 / lancedb bm25", ("amem", "latency_ms", "bm25"), ("lancedb", "latency_ms", "bm25")),
         ("amem vector / lancedb vector", ("amem", "latency_ms", "vector"), ("lancedb", "latency_ms", "vector")),
+        ("amem hybrid / lancedb-ann hybrid", ("amem", "latency_ms", "hybrid"), ("lancedb-ann", "latency_ms", "hybrid")),
         ("amem hybrid / python hybrid_rrf", ("amem", "latency_ms", "hybrid"), ("python", "latency_ms", "hybrid_rrf")),
         ("floor bm25@256 / bm25s", ("amem", "floor_ms", "bm25@256"), ("python", "latency_ms", "bm25s")),
         ("floor knn@256 / numpy exact", ("amem", "floor_ms", "knn@256"), ("python", "latency_ms", "numpy_exact")),
@@ -153,6 +156,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         ("amem product path, with embedding", "amem-ingest", lambda r: f"{r['chunks_per_s']:.1f}"),
         ("amem product path, without embedding time", "amem-ingest", lambda r: f"{r['chunks_per_s_without_embedding']:.1f}"),
         ("lancedb add + FTS index", "lancedb", lambda r: f"{r['ingest']['chunks_per_s']:.0f}"),
+        ("lancedb-ann add + FTS + IVF_HNSW_SQ index", "lancedb-ann", lambda r: f"{r['ingest']['chunks_per_s']:.0f}"),
         ("python bm25s index + hnswlib build", "python", lambda r: f"{r['ingest']['chunks_per_s']:.0f}"),
     )
     for label, system, fmt in ingest_rows:
@@ -169,6 +173,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     for label, system, key in (("amem vector mode (HNSW, pool 256)", "amem", "vector"),
                                ("engine floor KNN top-50 (EF 64)", "amem", "floor_knn"),
                                ("lancedb vector (flat)", "lancedb", "vector"),
+                               ("lancedb-ann vector (IVF_HNSW_SQ)", "lancedb-ann", "vector"),
                                ("hnswlib (M 12, EFC 150, EF 256)", "python", "hnswlib")):
         cells = []
         for n in sizes:
@@ -178,7 +183,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines += ["", "## Size on disk (MB) and peak RSS (MB)", "",
               "| system | " + " | ".join(f"{n:,}" for n in sizes) + " |", "|---|" + "---|" * len(sizes)]
-    for label, system in (("amem", "amem"), ("amem product path", "amem-ingest"), ("lancedb", "lancedb"), ("python (in memory)", "python")):
+    for label, system in (("amem", "amem"), ("amem product path", "amem-ingest"), ("lancedb", "lancedb"), ("lancedb-ann", "lancedb-ann"),
+                          ("python (in memory)", "python")):
         cells = []
         for n in sizes:
             r = _get(res, system, n)

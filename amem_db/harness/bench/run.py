@@ -25,7 +25,7 @@ from .report import plot_latency, render_markdown
 from .throughput import worker_throughput
 
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
-DEFAULT_SYSTEMS = ("amem", "amem-ingest", "agent-loop", "lancedb", "python", "throughput", "hnsw-curve", "vector-split")
+DEFAULT_SYSTEMS = ("amem", "amem-ingest", "agent-loop", "lancedb", "lancedb-ann", "python", "throughput", "hnsw-curve", "vector-split")
 DEFAULT_INGEST_SIZES = (1_000, 10_000)
 DEFAULT_THROUGHPUT_SIZES = (1_000, 10_000)
 DEFAULT_OUT = Path("results") / "bench"
@@ -55,8 +55,8 @@ def worker_main(argv: list[str]) -> None:
             res = asyncio.run(worker_hnsw_curve(n, data_dir))
         elif system == "vector-split":
             res = asyncio.run(worker_vector_split(n, data_dir, args["queries"]))
-        elif system == "lancedb":
-            res = worker_lancedb(n, data_dir, db_root, args["queries"], args["reps"])
+        elif system in ("lancedb", "lancedb-ann"):
+            res = worker_lancedb(n, data_dir, db_root, args["queries"], args["reps"], ann=system == "lancedb-ann")
         elif system == "python":
             res = worker_python(n, data_dir, args["queries"], args["reps"])
         else:
