@@ -185,6 +185,27 @@ async def test_age_cap_deletes_old_traces_at_most_eight_per_write(traced):
     assert (await mem.traces.retention(max_age=3600)).max_age == "1h"
 
 
+async def test_a_store_that_never_set_retention_keeps_thirty_days_of_traces(traced):
+    # the default bound on the trace table (issue 25 item 4): age only, since a count limit
+    # costs a count scan of the table on every trace write
+    mem, db = traced, traced.conn
+    default = await mem.traces.retention()
+    assert default.max_age == "4w2d" and default.max_count is None  # 30 days, as the engine writes a duration
+    for label, days in (("expired", 31), ("kept", 29)):
+        await db.query("CREATE retrieval_trace CONTENT {query: $q, mode: 'bm25', options: {}, legs: {}, hits: [], timings: {}, "
+                       "created_at: <datetime> $at}", {"q": label, "at": (datetime.now(UTC) - timedelta(days=days)).isoformat()})
+    await mem.documents.query("kerosene", mode="bm25", k=1)
+    (left,) = await db.query("SELECT VALUE query FROM retrieval_trace")
+    assert sorted(left) == ["kept", "kerosene"]
+    # 0 turns the default off too, and it stays off
+    assert (await mem.traces.retention(max_age=0)).max_age is None
+    await db.query("CREATE retrieval_trace CONTENT {query: 'expired', mode: 'bm25', options: {}, legs: {}, hits: [], timings: {}, "
+                   "created_at: time::now() - 40d}")
+    await mem.documents.query("kerosene", mode="bm25", k=1)
+    (left,) = await db.query("SELECT VALUE query FROM retrieval_trace")
+    assert "expired" in left and (await mem.traces.retention()).max_age is None
+
+
 @pytest.mark.parametrize(("kw", "field"), [({"max_age": "soon"}, "maxAge"), ({"max_age": -1}, "maxAge"),
                                            ({"max_count": -3}, "maxCount"), ({"max_count": 1.5}, "maxCount")])
 async def test_bad_retention_is_a_typed_error_and_changes_nothing(traced, kw, field):

@@ -168,6 +168,9 @@ async def retention(
 ) -> None:
     """Show or set how long traces are kept; enforced by the database on every trace write.
 
+    A store that never set it keeps 30 days of traces (about 12 KB each at k 10) and any count;
+    a count limit costs a count of the table on every trace write.
+
     Example: amem-db traces retention --max-age 30d --max-count 100000
     """
     mem = await session.memory()

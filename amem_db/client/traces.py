@@ -75,6 +75,6 @@ class Traces:
     async def retention(self, *, max_age: str | int | None = None, max_count: int | None = None) -> TraceRetention:
         """Read (no arguments) or set how long traces are kept: ``max_age`` a duration
         such as "30d" (or seconds), ``max_count`` the most kept; 0 turns a limit off.
-        Enforced by the database on every trace write (owner only to set)."""
+        A store that never set it keeps 30 days and any count. Enforced by the database on every trace write (owner only to set)."""
         opts = _call.clean({"maxAge": max_age, "maxCount": max_count})
         return await _call.call_model(self.mem.conn, TraceRetention, "fn::amem::traces::retention", opts)
