@@ -226,7 +226,8 @@ def instrumented_store_many() -> str:
             + f"\n    {MS}\n    RETURN {{ {pairs} }};\n}} PERMISSIONS FULL;\n" + """
 DEFINE FUNCTION OVERWRITE fn::prof::write_many($requests: array, $vectors: array) -> object {
     LET $t0 = time::now();
-    LET $staged = SELECT VALUE object::extend(fn::amem::facts::stage($this[0], $this[1]), { i: $this[2] })
+    LET $recorded = (SELECT VALUE model FROM ONLY amem_setting:embedding);
+    LET $staged = SELECT VALUE object::extend(fn::amem::facts::stage($this[0], $this[1], $recorded), { i: $this[2] })
         FROM array::transpose([$requests, $vectors, array::range(0, array::len($requests))]);
     LET $t1 = time::now();
     LET $tangled = fn::amem::facts::entangled($staged);
