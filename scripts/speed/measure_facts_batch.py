@@ -9,6 +9,9 @@ the migrated dimension): embedding time is not what is measured here.
 
 Each group size writes --n requests into the same growing database, in the order
 given, so later rows see a larger store; the default order starts with one by one.
+Each row also gives `cpu_ms`, the process CPU time a request (the embedded engine runs in
+this process, its threads included): on a machine shared with other work it moves far less
+than the rates, so before / after runs compare by it.
 A passage request: one memory passage of ~200 characters. A fact request: one
 attribute triple of a new entity (entity topic/<i>, key summary), as in bench/recall.py.
 """
@@ -83,7 +86,7 @@ async def rate(mem: Memory, requests: list[dict[str, Any]], group: int, batch: i
     one). ``raw``: fn::amem::facts::write_many called directly with the vectors, no prepare."""
     from amem_db.db import call
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     facts = passages = 0
     if raw:
         emb = mem.embedder
@@ -101,9 +104,9 @@ async def rate(mem: Memory, requests: list[dict[str, Any]], group: int, batch: i
             result = await mem.facts.write_many(requests[at: at + batch], per_transaction=group)
             assert not result.errors, result.errors[:1]
             facts, passages = facts + result.facts, passages + result.passages
-    s = time.perf_counter() - t0
+    s, cpu = time.perf_counter() - t0, time.process_time() - c0
     return {"path": "raw" if raw else "client", "group": group or "one by one", "requests": len(requests), "seconds": round(s, 2),
-            "facts_per_s": round(facts / s, 1), "passages_per_s": round(passages / s, 1)}
+            "facts_per_s": round(facts / s, 1), "passages_per_s": round(passages / s, 1), "cpu_ms": round(1000 * cpu / len(requests), 2)}
 
 
 async def main() -> None:

@@ -204,19 +204,17 @@ DEFINE FUNCTION OVERWRITE fn::prof::pieces($request: any, $vectors: object) -> o
 
 
 def instrumented_store_many() -> str:
-    """fn::prof::store_many: fn::amem::facts::store_many of this tree (surql/275_facts) with
-    a clock before each top-level statement; it returns {step: ms} (steps named by the
-    variable they set), and fn::prof::write_many: stage + entangled + that."""
+    """fn::prof::store_new: fn::amem::facts::store_new of this tree (surql/275_facts: the steps
+    of store_many once the replays are set aside) with a clock before each top-level
+    statement; it returns {step: ms} (steps named by the variable they set), and
+    fn::prof::write_many: stage + entangled + that."""
     text = (Path(__file__).resolve().parents[2] / "surql" / "275_facts.surql.j2").read_text()
-    a = text.index("DEFINE FUNCTION OVERWRITE fn::amem::facts::store_many(")
+    a = text.index("DEFINE FUNCTION OVERWRITE fn::amem::facts::store_new(")
     body = text[a: text.index("} COMMENT", a)].splitlines()
     out, names = [], []
     for line in body[1:]:
-        if line.startswith("    RETURN $staged.map"):
-            continue
-        if line.startswith("    IF array::len($new) = 0"):
-            out.append(line)
-            continue
+        if line.startswith(("    RETURN $staged.map", "    IF array::len($new) = array::len($staged)")):
+            continue  # the responses: the copy returns its clocks instead
         if line.startswith(("    LET $", "    fn::", "    IF ")):
             names.append(line.split()[1] if line.startswith("    LET") else line.split("(")[0].strip())
             out.append(f"    LET $__t{len(names)} = time::now();")
@@ -224,16 +222,17 @@ def instrumented_store_many() -> str:
     names.append("end")
     out.append(f"    LET $__t{len(names)} = time::now();")
     pairs = ", ".join(f"'{i:02d} {names[i - 1]}': $ms($__t{i}, $__t{i + 1})" for i in range(1, len(names)))
-    return ("DEFINE FUNCTION OVERWRITE fn::prof::store_many($staged: array<object>, $vectors: option<array>) -> object {\n" + "\n".join(out)
+    return ("DEFINE FUNCTION OVERWRITE fn::prof::store_new($staged: array<object>, $new: array<object>, $vecs: array) -> object {\n" + "\n".join(out)
             + f"\n    {MS}\n    RETURN {{ {pairs} }};\n}} PERMISSIONS FULL;\n" + """
 DEFINE FUNCTION OVERWRITE fn::prof::write_many($requests: array, $vectors: array) -> object {
     LET $t0 = time::now();
-    LET $staged = SELECT VALUE object::extend(fn::amem::facts::stage($requests[$this], $vectors[$this]), { i: $this })
-        FROM array::range(0, array::len($requests));
+    LET $recorded = (SELECT VALUE model FROM ONLY amem_setting:embedding);
+    LET $staged = SELECT VALUE object::extend(fn::amem::facts::stage($this[0], $this[1], $recorded), { i: $this[2] })
+        FROM array::transpose([$requests, $vectors, array::range(0, array::len($requests))]);
     LET $t1 = time::now();
     LET $tangled = fn::amem::facts::entangled($staged);
     LET $t2 = time::now();
-    LET $steps = fn::prof::store_many($staged, $vectors);
+    LET $steps = fn::prof::store_new($staged, $staged, $vectors);
     LET $t3 = time::now();
     %MS%
     RETURN object::extend({ '00 stage (check, hash, replay, plan, check_vectors)': $ms($t0, $t1), '00 entangled': $ms($t1, $t2), 'total': $ms($t0, $t3) }, $steps);

@@ -50,49 +50,16 @@ DEFINE FUNCTION OVERWRITE fn::prof::prepare($doc: object) -> object {
 } PERMISSIONS FULL;
 """.replace("%MS%", MS)
 
-# a copy of fn::amem::ingest::batch (surql/255_ingest) with clocks, for new documents
-# (the bench ingests new documents only; replacement steps are left out)
-BATCH = """
-DEFINE FUNCTION OVERWRITE fn::prof::batch($items: array) -> object {
-    LET $t0 = time::now();
-    LET $now = time::now();
-    LET $plan = %PLAN%;
-    LET $write = $plan.filter(|$x| !$x.unchanged);
+# the write steps with clocks, shared by both shapes of the batch below: the document INSERT,
+# the children, the keywords, the links, the answer (%VEC%, %CHILDREN%, %ATTACH%, %LINKS%
+# filled in main() for the tree being profiled)
+WRITE_STEPS = """
     LET $t1 = time::now();
     INSERT INTO document $write.map(|$x| object::extend(fn::amem::documents::fields($x.d, $x.p, %VEC%, $x.hash), { id: $x.id })) RETURN NONE;
     LET $t2 = time::now();
     %CHILDREN%
     LET $t3 = time::now();
     %ATTACH%
-    LET $t4 = time::now();
-    %LINKS%
-    LET $t5 = time::now();
-    LET $answer = $plan.map(|$x| { status: 'added', document: { id: $x.id, chunk_count: array::len($x.p.chunks), keywords: $x.p.keywords } });
-    LET $t6 = time::now();
-    %MS%
-    RETURN { chunks: math::sum($write.map(|$x| array::len($x.p.chunks))), keywords: math::sum($write.map(|$x| array::len($x.p.keywords))),
-             ms: { 'batch: plan (checks, chunking again, keyword check, vector check)': $ms($t0, $t1),
-                   'batch: document INSERT (summary vector)': $ms($t1, $t2),
-                   'batch: chunk INSERT + events + mentions': $ms($t2, $t3),
-                   'batch: keyword nodes + edges (+ scope event)': $ms($t3, $t4),
-                   'batch: links': $ms($t4, $t5), 'batch: answer': $ms($t5, $t6) } };
-} PERMISSIONS FULL;
-""".replace("%MS%", MS)
-# since issue 25 (2nd pass) the batch plans in ingest::batch and writes in ingest::write, the plan
-# an argument there (no variable copied by every statement below it): the same shape, with clocks
-BATCH_BY_ARGUMENT = """
-DEFINE FUNCTION OVERWRITE fn::prof::batch($items: array) -> object {
-    LET $t0 = time::now();
-    LET $now = time::now();
-    RETURN fn::prof::write($items.map(|$it, $i| fn::amem::ingest::plan($it, $now, $i)).filter(|$x| !$x.unchanged), $items, $t0);
-} PERMISSIONS FULL;
-DEFINE FUNCTION OVERWRITE fn::prof::write($write: array, $items: array, $t0: datetime) -> object {
-    LET $t1 = time::now();
-    INSERT INTO document $write.map(|$x| object::extend(fn::amem::documents::fields($x.d, $x.p, fn::amem::ingest::vectors($items[$x.i].vectors), $x.hash), { id: $x.id })) RETURN NONE;
-    LET $t2 = time::now();
-    fn::amem::ingest::children($write, $items);
-    LET $t3 = time::now();
-    fn::amem::ingest::attach($write);
     LET $t4 = time::now();
     %LINKS%
     LET $t5 = time::now();
@@ -106,10 +73,29 @@ DEFINE FUNCTION OVERWRITE fn::prof::write($write: array, $items: array, $t0: dat
                    'batch: keyword nodes + edges (+ scope event)': $ms($t3, $t4),
                    'batch: links': $ms($t4, $t5), 'batch: answer': $ms($t5, $t6) } };
 } PERMISSIONS FULL;
+""".replace("%MS%", MS)
+# a copy of fn::amem::ingest::batch (surql/255_ingest) with clocks, for new documents
+# (the bench ingests new documents only; replacement steps are left out)
+BATCH = """
+DEFINE FUNCTION OVERWRITE fn::prof::batch($items: array) -> object {
+    LET $t0 = time::now();
+    LET $now = time::now();
+    LET $plan = %PLAN%;
+    LET $write = $plan.filter(|$x| !$x.unchanged);""" + WRITE_STEPS
+# since issue 25 (2nd pass) the batch plans in ingest::batch and writes in ingest::write, the plan
+# an argument there (no variable copied by every statement below it): the same steps, with clocks
+BATCH_BY_ARGUMENT = """
+DEFINE FUNCTION OVERWRITE fn::prof::batch($items: array) -> object {
+    LET $t0 = time::now();
+    LET $now = time::now();
+    RETURN fn::prof::write($items.map(|$it, $i| fn::amem::ingest::plan($it, $now, $i)).filter(|$x| !$x.unchanged), $items, $t0);
+} PERMISSIONS FULL;
+DEFINE FUNCTION OVERWRITE fn::prof::write($write: array, $items: array, $t0: datetime) -> object {""" + WRITE_STEPS
+COUNTS = """
 DEFINE FUNCTION OVERWRITE fn::prof::counts() -> array {
     RETURN [count(SELECT id FROM keyword), count(SELECT id FROM keyword WHERE embedding != NONE), count(SELECT id FROM amem_index_write)];
 } PERMISSIONS FULL;
-""".replace("%MS%", MS)
+"""
 # experiment: keyword nodes written without their vectors (they still cross the SDK)
 ATTACH_NOVEC = "fn::amem::ingest::attach($write.map(|$x| object::extend($x, { v: object::extend($x.v, { keywords: [] }) })));"
 LINKS_ALL = "FOR $x IN $write { fn::amem::documents::link($x.id) };"
@@ -150,12 +136,11 @@ async def main() -> None:
     by_index = "ingest::vectors" in str(info)
     plan = "$items.map(|$it, $i| fn::amem::ingest::plan($it, $now, $i))" if by_index else "$items.map(|$it| fn::amem::ingest::plan($it, $now))"
     vec = "fn::amem::ingest::vectors($items[$x.i].vectors)" if by_index else "$x.v"
+    shape = BATCH
     if "ingest::write" in str(info):
-        children = "ingest::write"
-        await conn.query(PREPARE + BATCH_BY_ARGUMENT.replace("%LINKS%", links))
-    else:
-        await conn.query((PREPARE + BATCH.replace("%CHILDREN%", children).replace("%ATTACH%", attach).replace("%LINKS%", links))
-                         .replace("%PLAN%", plan).replace("%VEC%", vec))
+        shape, children = BATCH_BY_ARGUMENT, CHILDREN_SET
+    await conn.query((PREPARE + COUNTS + shape.replace("%CHILDREN%", children).replace("%ATTACH%", attach).replace("%LINKS%", links))
+                     .replace("%PLAN%", plan).replace("%VEC%", vec))
     sums: dict[str, float] = defaultdict(float)
     t_prep = t_store = t_floor = 0.0
     n_chunks = n_kw = n_docs = 0
