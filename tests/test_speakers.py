@@ -157,6 +157,7 @@ async def test_without_speakers_graph_mode_has_nothing_to_walk(mem):
 async def test_in_hybrid_the_graph_leg_ranks_the_speakers_turns_in_the_fused_order(mem):
     sc = scope()
     ws = await write_conversation(mem, sc)
+    # with the speaker signal off (the default): on, the leg hands these passages to it (next test)
     resp = await mem.recall("What did Caroline research?", k=10, include=["passages"], lens=[[sc]], adjacent_weight=0)
     assert resp.hits[0].id == ws[2].passages[0]
     graph = [h for h in resp.trace["hits"] if h.get("graph")]
@@ -165,6 +166,22 @@ async def test_in_hybrid_the_graph_leg_ranks_the_speakers_turns_in_the_fused_ord
     assert graph and {rid(h["id"]) for h in graph} <= caroline
     assert min(graph, key=lambda h: h["graph"]["rank"])["id"] == resp.hits[0].id
     assert resp.trace["legs"]["graph"]["prior"] > 0
+
+
+async def test_with_the_speaker_signal_the_graph_leg_hands_its_passages_over(mem):
+    sc = scope()
+    ws = await write_conversation(mem, sc)
+    resp = await mem.recall("What did Caroline research?", k=10, include=["passages"], lens=[[sc]], adjacent_weight=0,
+                            speaker_weight=0.2)
+    assert resp.hits[0].id == ws[2].passages[0]
+    assert not [h for h in resp.trace["hits"] if h.get("graph")]
+    leg = resp.trace["legs"]["graph"]
+    assert leg["returned"] == 0 and leg["passagesToSpeakerSignal"] > 0
+    caroline = {w.passages[0] for w, (who, _) in zip(ws, TURNS, strict=True) if who == "Caroline"}
+    assert {rid(h["id"]) for h in resp.trace["hits"] if h.get("speaker")} == caroline
+    # mode graph still walks to them
+    graph = await mem.recall("What did Caroline research?", mode="graph", k=10, include=["passages"], lens=[[sc]])
+    assert caroline <= {h.id for h in graph.hits}
 
 
 # --- lever 2: the adjacency signal -----------------------------------------------------------
@@ -242,3 +259,63 @@ async def test_a_batched_write_links_speakers_as_single_writes_do(mem):
     assert not res.errors and res.passages == 4
     (rows,) = await mem.conn.query("SELECT in, out FROM mentions WHERE char_start = NONE AND scopes CONTAINS $s", {"s": sc})
     assert sorted(rid(r["out"]).split("/")[1] for r in rows) == ["caroline", "caroline", "melanie", "melanie"]
+
+
+# --- lever 1, in hybrid: the speaker signal (surql/465_speakers) -------------------------------
+
+async def test_the_speaker_signal_boosts_the_named_speakers_turns_by_its_formula(mem):
+    sc = scope()
+    ws = await write_conversation(mem, sc)
+    q = "What did Caroline say about camping by the lake?"
+    common = {"k": 10, "include": ["passages"], "lens": [[sc]], "adjacent_weight": 0, "graph_weight": 0}
+    off = await mem.recall(q, speaker_weight=0, **common)
+    on = await mem.recall(q, speaker_weight=0.5, **common)
+    caroline = {w.passages[0] for w, (who, _) in zip(ws, TURNS, strict=True) if who == "Caroline"}
+    before = {h.id: h.score for h in off.hits}
+    after = {h.id: h.score for h in on.hits}
+    assert set(before) == set(after)
+    for pid, s in before.items():
+        assert after[pid] == pytest.approx((s + (0.5 if pid in caroline else 0.0)) / 1.5, abs=1e-6)
+    lifted = {rid(h["id"]): h["speaker"] for h in on.trace["hits"] if h.get("speaker")}
+    assert set(lifted) == caroline & set(after)
+    assert all(rid(e) == "entity:person/caroline" for s in lifted.values() for e in s["entities"])
+    assert on.trace["options"]["speakers"] == {"ran": True, "weight": 0.5}
+    assert all(not h.get("speaker") for h in off.trace["hits"])
+    # the best of Caroline's turns now ranks above every turn of Melanie's
+    ranks = [h.id for h in on.hits]
+    assert min(ranks.index(p) for p in caroline & set(ranks)) < min(ranks.index(p) for p in set(ranks) - caroline)
+
+
+async def test_explain_shows_the_speaker_row_and_the_window_decision_still_holds(mem):
+    sc = scope()
+    ws = await write_conversation(mem, sc)
+    on = await mem.recall("What did Caroline research?", k=10, include=["passages"], lens=[[sc]], speaker_weight=0.5,
+                          adjacent_weight=0)
+    research = ws[2].passages[0]
+    assert on.hits[0].id == research
+    why = await mem.traces.explain(on.trace["id"], research)
+    rows = {r.signal: r for r in why.ledger}
+    assert rows["speaker"].weight == pytest.approx(0.5)
+    assert "person/caroline" in rows["speaker"].note
+    assert any(d.startswith("speaker: linked to ") for d in why.decisions)
+    melanie = ws[1].passages[0]
+    if melanie in [h.id for h in on.hits]:
+        why = await mem.traces.explain(on.trace["id"], melanie)
+        assert "speaker" not in {r.signal for r in why.ledger}
+        assert any(d.startswith("speaker: not linked") for d in why.decisions)
+
+
+async def test_the_speaker_signal_needs_a_named_entity_and_mode_hybrid(mem):
+    sc = scope()
+    await write_conversation(mem, sc)
+    plain = await mem.recall("camping by the lake", k=10, include=["passages"], lens=[[sc]], speaker_weight=0.5)
+    assert plain.trace["options"]["speakers"]["ran"] is False
+    assert all(not h.get("speaker") for h in plain.trace["hits"])
+    bm25 = await mem.recall("What did Caroline research?", mode="bm25", k=10, include=["passages"], lens=[[sc]], speaker_weight=0.5)
+    assert all(not h.get("speaker") for h in bm25.trace["hits"])
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, "high", True])
+async def test_a_bad_speaker_weight_is_refused(mem, bad):
+    with pytest.raises(InvalidInput, match="speakerWeight must be in"):
+        await mem.recall("anything", mode="bm25", speaker_weight=bad)

@@ -81,6 +81,8 @@ async def eval_command(
     adjacent_weight: float | None = typer.Option(None, help="conversations only: recall's adjacentWeight (the share of a "
                                                  "strong hit's score its session neighbours get; 0 = off)"),
     graph_weight: float | None = typer.Option(None, help="conversations only: recall's graphWeight (the graph leg's RRF weight in hybrid)"),
+    speaker_weight: float | None = typer.Option(None, help="conversations only: recall's speakerWeight (the boost of turns "
+                                                "linked to a person the question names; 0 = off)"),
     speaker: str = typer.Option("prefix-text", help="conversations only: prefix-text (the default) writes each turn as 'Speaker: text'; "
                                 "prefix: the same with the speaker as the write's speaker entity (lowered hybrid R@10 on "
                                 "LoCoMo dev: issue 26); entity: the bare text with the speaker "
@@ -148,7 +150,8 @@ async def eval_command(
                 reports.append(await evaluate_conversations(
                     ds, embedder, modes=mode_list, k=k, speaker=speaker, vector_weight=vector_weight,
                     window={"query_window": query_window, "strict_window": strict_window, "window_weight": window_weight,
-                            "adjacent_weight": adjacent_weight, "graph_weight": graph_weight},
+                            "adjacent_weight": adjacent_weight, "graph_weight": graph_weight,
+                            "speaker_weight": speaker_weight},
                     url=session.options.url, db_dir=db_dir,
                     fresh=fresh, progress=progress))
             else:

@@ -227,7 +227,8 @@ async def recall(
     no_query_window: bool = typer.Option(False, "--no-query-window", help="ignore time words in the query (no query window)"),
     strict_window: bool = typer.Option(False, "--strict-window", help="keep only rows in the query window (default: boost them)"),
     window_weight: float | None = typer.Option(None, "--window-weight", help="boost of rows in the query window, 0..10"),
-    adjacent_weight: float | None = typer.Option(None, "--adjacent-weight", help="share of a strong memory passage's score its session neighbours get (hybrid; default 0 = off)"),
+    adjacent_weight: float | None = typer.Option(None, "--adjacent-weight", help="share of a strong memory passage's score its session neighbours get (hybrid; default 0.4, 0 = off)"),
+    speaker_weight: float | None = typer.Option(None, "--speaker-weight", help="boost of memory passages linked to an entity the query names, e.g. their speaker (hybrid; 0 = off)"),
     reuse: bool = typer.Option(False, "--reuse", help="tier 2: return a stored answer (mem.answers.remember) that still holds"),
     confidence_floor: float | None = typer.Option(None, "--confidence-floor", help="tier 4 runs when the best fused score is under it (default 0.40)"),
     no_ladder: bool = typer.Option(False, "--no-ladder", help="tier 3 alone: no key reads (tier 1), no escalation (tier 4)"),
@@ -253,7 +254,8 @@ async def recall(
         location=parse_location(near, within, nearest), as_of=as_of, at_instant=at_instant, valid_at=valid_at,
         valid_during=parse_during(valid_during),
         query_window=False if no_query_window else None, strict_window=True if strict_window else None,
-        window_weight=window_weight, adjacent_weight=adjacent_weight, now=now, reuse=True if reuse else None, confidence_floor=confidence_floor,
+        window_weight=window_weight, adjacent_weight=adjacent_weight,
+        speaker_weight=speaker_weight, now=now, reuse=True if reuse else None, confidence_floor=confidence_floor,
         ladder=False if no_ladder else None, use_reranker=True if rerank else None, reranker=rerank or None,
         page_size=page_size, cursor=cursor))
     if json_output:

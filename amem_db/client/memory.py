@@ -154,6 +154,7 @@ class Memory:
         strict_window: bool | None = None,
         window_weight: float | None = None,
         adjacent_weight: float | None = None,
+        speaker_weight: float | None = None,
         now: datetime | str | None = None,
         feedback: bool | None = None,
         reuse: bool | None = None,
@@ -183,8 +184,10 @@ class Memory:
         a boost of ``window_weight`` for rows observed in it; ``strict_window`` keeps
         only those, ``query_window=False`` turns it off. ``feedback=False`` ignores the
         verdicts of ``mem.traces.feedback`` (on by default). ``adjacent_weight`` (hybrid,
-        default 0 = off): the share of a strong memory passage's score that its
+        default 0.4, 0 = off): the share of a strong memory passage's score that its
         neighbours in the same session get (the trace ledger's ``adjacent`` row).
+        ``speaker_weight`` (hybrid): the boost of memory passages linked to an entity the
+        query names, their speaker's or a name in their text (the ledger's ``speaker`` row).
 
         The tier ladder (``response.tier``, ``response.tiers``): ``reuse=True`` returns a
         stored answer (``mem.answers.remember``) that still holds, younger than

@@ -208,8 +208,10 @@ def lens_of(conversation: str) -> list[list[str]]:
 
 def turn_request(turn: Turn, *, speaker: str = "prefix-text") -> dict[str, Any]:
     """The memory write of one turn. The default, ``prefix-text``, writes "Caroline: ...":
-    the speaker entities of ``prefix`` lowered hybrid R@10 on LoCoMo dev from 69.7 to
-    60-65 (their graph vote is too strong; issue 26), so they are opt-in until tuned.
+    with the speaker entities of ``prefix`` hybrid R@10 on LoCoMo dev is lower at recall's
+    defaults (75.4 without, 71.0 with; 74.5 with speakerWeight 0.2: the entities' own rows
+    take ranks in the text legs; docs/EVALUATION.md "LoCoMo levers (issue 26)"), so they
+    stay opt-in.
     ``speaker="prefix"`` writes "Caroline: ..." and
     gives the write its ``speaker`` (a person entity linked to the turn) because the
     questions name the person ("What did Caroline research?") while a turn rarely
@@ -325,7 +327,7 @@ def turn_ranking(hits: Any) -> list[str]:
     return list(dict.fromkeys(t for t in map(turn_id_of, hits) if t is not None))
 
 
-WINDOW_OPTIONS = ("query_window", "strict_window", "window_weight", "adjacent_weight", "graph_weight")
+WINDOW_OPTIONS = ("query_window", "strict_window", "window_weight", "adjacent_weight", "graph_weight", "speaker_weight")
 
 
 @dataclass

@@ -35,6 +35,8 @@ class RecallOptions(ReadOptions):
     now: Wire[datetime | str | None] = option("the instant relative time words count from")
     # the session-adjacency signal (surql/450, issue 26)
     adjacent_weight: Wire[float | None] = option("the share of a strong memory passage's score its session neighbours get (hybrid; 0 = off)")
+    # the speaker signal (surql/465_speakers, issue 26)
+    speaker_weight: Wire[float | None] = option("boost of memory passages linked to an entity the query names, e.g. its speaker (hybrid; 0 = off)")
     # the tier ladder (surql/455_tiers: fn::amem::tiers::keys())
     reuse: Wire[bool | None] = option("tier 2: a stored answer that still holds")
     reuse_max_age: Wire[float | None] = option("seconds a stored answer stays fresh", cli=False)
