@@ -108,13 +108,14 @@ async def test_every_namespace_maps_a_wrong_shape_to_server_error(monkeypatch, c
     async def wrong(conn, fn, *a):  # the database answers with an object of the wrong shape
         return {"unexpected": [1, 2, 3]}
 
+    import amem_db.client._read as read
     import amem_db.client.documents as documents
     import amem_db.client.entities as entities
     import amem_db.client.facts as facts
     import amem_db.client.keywords as keywords
     import amem_db.client.memory as memory
 
-    for module in (_call, documents, entities, facts, keywords, memory):
+    for module in (_call, read, documents, entities, facts, keywords, memory):
         monkeypatch.setattr(module, "call", wrong)
     mem = Memory(None, embedder="hash:384")
     target = mem

@@ -8,7 +8,8 @@ that must know it:
   (``cli=False`` in the model says "API only"), and every flag maps to a field;
 * SurrealQL: the known-keys checks of surql/400 and surql/450 are rendered from
   ``wire_keys()`` (the "known:" list of the error is exactly it); the clock's and the
-  tier ladder's own key lists are inside it; both pipelines refuse an unknown key alike;
+  tier ladder's own key lists are inside it; both pipelines refuse an unknown key alike,
+  before any other check;
 * the hostile fuzzer sends every wire key (tests/test_hostile.py derives its lists).
 """
 
@@ -118,6 +119,14 @@ async def test_surrealql_known_keys_are_the_models(db):
             await call(db, "fn::amem::documents::query", "x", None, {"mode": "bm25", key: _sample(key)})
         except InvalidInput as exc:
             assert "unknown query option" not in str(exc), key
+
+
+async def test_both_pipelines_refuse_an_unknown_key_before_any_other_check(db):
+    # the same rendered check (surql/_macros.j2 known_keys) is the first of each pipeline's
+    # options: with a bad mode and k beside it, the unknown key is what both name
+    for fn, what in (("fn::amem::documents::query", "query"), ("fn::amem::recall", "recall")):
+        with pytest.raises(InvalidInput, match=f"unknown {what} option frobnicate"):
+            await call(db, fn, "x", None, {"mode": "nope", "k": 0, "frobnicate": 1})
 
 
 def _sample(key: str):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
 import os
 from collections.abc import Mapping, Sequence
@@ -13,7 +14,7 @@ from ..concurrent import DEFAULT_CONCURRENCY, run_many
 from ..db import call
 from ..errors import InvalidInput, error_for
 from ..ingest import IngestReport, Item, Progress, doc_object, ingest_items, ingest_paths, items_from_file
-from ..llm import ChatProvider, provider_from_env, rewrite_options
+from ..llm import ChatProvider
 from ..models import (
     ChunkPage,
     Deleted,
@@ -29,7 +30,7 @@ from ..models import (
 from ..options import QueryOptions
 from ..parsing import ParsedDocument, parse
 from ..rerank import Reranker, rerank_documents, resolve_reranker
-from . import _call
+from . import _call, _read
 from ._call import Lens, Location, When
 from .keywords import Keywords
 
@@ -234,15 +235,11 @@ class Documents:
         # every option by its argument name (amem_db/options/query.py); "reranker": "client" tells
         # the stored function the client reranks after the round trip
         opts = QueryOptions.pick({**locals(), "reranked_in_client": "client" if external is not None else None}).dump()
-        if cursor is None and (hyde or use_hyde or decompose or decompose_query):
-            opts.update(await rewrite_options(llm or provider_from_env(), self.mem.embedder, query, mode=mode,
-                                              hyde=bool(hyde or use_hyde), decompose=bool(decompose or decompose_query)))
-        embedding = None if mode == "bm25" or cursor is not None else await self.mem.embed_query(query)
-        if embedding is not None:
-            opts["embeddingModel"] = self.mem.embedder.name
-        raw = await call(self.mem.conn, "fn::amem::documents::query", query, embedding, opts)
-        if external is not None:
-            raw = await rerank_documents(self.mem.conn, external, query, raw)
+        fresh = cursor is None  # a cursor pages a frozen set: nothing to rewrite or embed
+        raw = await _read.read(
+            self.mem, "fn::amem::documents::query", query, opts, embed=fresh and mode != "bm25", mode=mode,
+            hyde=fresh and _read.either(use_hyde, hyde), decompose=fresh and _read.either(decompose_query, decompose), llm=llm,
+            second_stage=None if external is None else functools.partial(rerank_documents, self.mem.conn, external, query))
         return _call.validated(QueryResponse, raw)
 
     async def query_many(self, queries: Sequence[str], /, *, concurrency: int = DEFAULT_CONCURRENCY,

@@ -15,14 +15,14 @@ from ..db import call
 from ..embedding.base import Embedder
 from ..errors import AmemError, InvalidInput, from_engine_error
 from ..fact_syntax import parse_fact
-from ..llm import ChatProvider, provider_from_env, rewrite_options
+from ..llm import ChatProvider
 from ..maintain import maintain as maintain_indexes
 from ..maintain import status as maintain_status
 from ..migrator import Migrator, Plan
 from ..models import FactWrite, ForgetResult, IndexStatus, Inspection, MaintainReport, RecallInclude, RecallMode, RecallResponse
 from ..options import RecallOptions
 from ..rerank import Reranker, rerank_recall_step, resolve_reranker
-from . import _call
+from . import _call, _read
 from ._call import Lens, Location, When
 from .answers import Answers
 from .documents import Documents
@@ -211,20 +211,21 @@ class Memory:
         # every recall option by its argument name (amem_db/options/recall.py; the CLI, the
         # SurrealQL known keys and the fuzzer use the same model)
         opts = RecallOptions.pick(locals()).dump()
-        if cursor is not None:
-            return _call.validated(RecallResponse, await call(self.conn, "fn::amem::recall", query, None, opts))
+        if cursor is not None:  # the next page of a frozen set: nothing to rewrite, embed or rerank
+            return _call.validated(RecallResponse, await _read.read(self, "fn::amem::recall", query, opts, embed=False, mode=mode))
         external = resolve_reranker(reranker) if use_reranker is not False and reranker != "rescore" else None
         if use_reranker and external is not None:
             opts["k"] = max(k, min(rerank_depth or k, 50))
-        if hyde:
-            opts.update(await rewrite_options(llm or provider_from_env(), self.embedder, query,
-                                              mode="bm25" if mode in ("bm25", "graph") else mode, hyde=True, decompose=False))
-        embedding = None if mode in ("bm25", "graph") else await self.embed_query(query)
-        if embedding is not None:
-            opts["embeddingModel"] = self.embedder.name
-        raw = await call(self.conn, "fn::amem::recall", query, embedding, opts)
-        if use_reranker or (use_reranker is None and raw.get("escalated")):
-            raw = await rerank_recall_step(self.conn, external, query, raw, k)
+
+        async def second_stage(raw: dict[str, Any]) -> dict[str, Any]:
+            # asked for, or (not refused) a response the tier ladder escalated
+            if use_reranker or (use_reranker is None and raw.get("escalated")):
+                return await rerank_recall_step(self.conn, external, query, raw, k)
+            return raw
+
+        vector = mode not in ("bm25", "graph")
+        raw = await _read.read(self, "fn::amem::recall", query, opts, embed=vector, mode=mode if vector else "bm25",
+                               hyde=bool(hyde), llm=llm, second_stage=second_stage)
         return _call.validated(RecallResponse, raw)
 
     # --- remember: the commonest write in one call (fn::amem::facts::write) -----------------

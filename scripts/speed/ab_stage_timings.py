@@ -1,5 +1,6 @@
 """A/B of the per-stage engine timings: one SciFact-subset database, the query functions of
-two surql/ folders installed in turn (round-robin, so machine load hits both alike).
+two surql/ folders installed in turn (round-robin, the order reversed every other round, so
+machine load, and a load that rises or falls during the run, hits both alike).
 
 python scripts/speed/ab_stage_timings.py DATASET N_DOCS N_QUERIES ROUNDS OLD_SURQL NEW_SURQL > out.json
 Reports p50 over every (query, round) of trace.timings and the graph trace's ms, per mode.
@@ -48,7 +49,7 @@ async def main(path, n_docs, n_queries, rounds, dirs):
     vecs = {qid: [float(x) for x in emb.embed_query(text)] for qid, text in queries}
     rows = {v: {m: [] for m in MODES} for v in dirs}
     for rnd in range(rounds + 1):  # round 0 warms up and is dropped
-        for variant, d in dirs.items():
+        for variant, d in (list(dirs.items()) if rnd % 2 == 0 else list(dirs.items())[::-1]):
             await Migrator(conn, surql_dir=Path(d)).migrate()
             await conn.query("DELETE retrieval_trace")
             for mode in MODES:
@@ -64,6 +65,7 @@ async def main(path, n_docs, n_queries, rounds, dirs):
     out = {v: {m: {k: round(statistics.median([r[k] for r in rs if k in r]), 3) for k in rs[0]} for m, rs in per.items()}
            for v, per in rows.items()}
     out["n"] = {m: len(rows["new"][m]) for m in MODES}
+    out["load"] = os.getloadavg()
     print(json.dumps(out, indent=1))
     await close_quietly(conn)
     os._exit(0)
