@@ -22,7 +22,6 @@ import hashlib
 import json
 import math
 import string
-import time
 from pathlib import Path
 
 import pytest
@@ -197,25 +196,17 @@ async def test_boundaries_accepted(db, top_n, min_score):
     assert len(await rake(db, RETURNS, top_n, min_score)) == min(top_n, 7)
 
 
-# --- speed ------------------------------------------------------------------------
+# --- long texts ----------------------------------------------------------------------
+# (speed is measured outside the tests, docs/RAKE.md: no wall-clock assert here)
 
-async def test_speed_5k_and_20k(db):
+async def test_long_texts_of_5k_and_20k_give_the_top_five(db):
     docs = load_docs("scifact", 400)
     corpus = " ".join(doc_text(d) for d in docs)
-    timings = {}
     for size in (5_000, 20_000):
-        text = corpus[:size]
-        best = math.inf
-        for _ in range(3):
-            start = time.perf_counter()
-            rows = await rake(db, text)
-            best = min(best, time.perf_counter() - start)
+        rows = await rake(db, corpus[:size])
         assert len(rows) == 5
-        timings[size] = best
-    print(f"\nRAKE best of 3: 5 KB {timings[5_000] * 1000:.0f} ms, 20 KB {timings[20_000] * 1000:.0f} ms")
-    # generous bounds (shared 2-core CI); measured ~30 ms and ~150 ms (docs/RAKE.md)
-    assert timings[5_000] < 1.0
-    assert timings[20_000] < 5.0
+        scores = [r["score"] for r in rows]
+        assert all(r["normalised"] for r in rows) and scores == sorted(scores, reverse=True), rows
 
 
 # --- peer cross-check -------------------------------------------------------------
