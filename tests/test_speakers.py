@@ -247,9 +247,10 @@ async def test_a_forgotten_neighbour_is_not_lifted_and_modes_other_than_hybrid_i
 
 
 @pytest.mark.parametrize("bad", [-0.1, 1.5, "high", True])
-async def test_a_bad_adjacent_weight_is_refused(mem, bad):
-    with pytest.raises(InvalidInput, match="adjacentWeight must be in"):
-        await mem.recall("anything", mode="bm25", adjacent_weight=bad)
+@pytest.mark.parametrize(("arg", "key"), [("adjacent_weight", "adjacentWeight"), ("speaker_weight", "speakerWeight")])
+async def test_a_bad_adjacent_or_speaker_weight_is_refused(mem, arg, key, bad):
+    with pytest.raises(InvalidInput, match=f"{key} must be in"):
+        await mem.recall("anything", mode="bm25", **{arg: bad})
 
 
 async def test_a_batched_write_links_speakers_as_single_writes_do(mem):
@@ -314,8 +315,3 @@ async def test_the_speaker_signal_needs_a_named_entity_and_mode_hybrid(mem):
     bm25 = await mem.recall("What did Caroline research?", mode="bm25", k=10, include=["passages"], lens=[[sc]], speaker_weight=0.5)
     assert all(not h.get("speaker") for h in bm25.trace["hits"])
 
-
-@pytest.mark.parametrize("bad", [-0.1, 1.5, "high", True])
-async def test_a_bad_speaker_weight_is_refused(mem, bad):
-    with pytest.raises(InvalidInput, match="speakerWeight must be in"):
-        await mem.recall("anything", mode="bm25", speaker_weight=bad)
