@@ -82,6 +82,9 @@ async def test_fresh_migrate_creates_the_whole_schema(conn):
     assert "BM25(1.2,0.75)" in (await conn.query("INFO FOR TABLE chunk_fts"))[0]["indexes"]["chunk_fts_text"]
     assert "DIMENSION 384" in chunk_indexes["chunk_embedding"] and "COSINE" in chunk_indexes["chunk_embedding"]
     assert any(name.startswith("amem::") for name in db["functions"])
+    # no full-text index stores term offsets: nothing reads them (issue 25 item 4, surql/010)
+    for table in ("chunk_fts", "audio_chunk_fts", "memory_chunk_fts"):
+        assert not any("HIGHLIGHTS" in d for d in (await conn.query(f"INFO FOR TABLE {table}"))[0]["indexes"].values()), table
 
 
 async def test_second_migrate_is_a_no_op(conn):
