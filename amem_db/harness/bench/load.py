@@ -83,7 +83,7 @@ async def bulk_load(db: Reopener, rows: list[dict[str, Any]], vecs: Any, batch: 
     t0 = time.perf_counter()
     doc_rows = document_rows(rows, vecs)
     for i in range(0, len(doc_rows), 500):
-        await db.conn.query("INSERT INTO document $rows RETURN NONE", {"rows": doc_rows[i:i + 500]})
+        await (await db.if_wal_full()).query("INSERT INTO document $rows RETURN NONE", {"rows": doc_rows[i:i + 500]})
     doc_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
     marks = []

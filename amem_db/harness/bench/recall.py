@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 from amem_db.constants import FACTS_PER_TRANSACTION
@@ -24,7 +25,8 @@ MAX_FACTS = 10_000  # the issue's "+ 10k facts", at every size
 RECALL_SIZES = (1_000, 10_000, 100_000)
 
 
-async def write_memory(db: Reopener, rows: list[dict[str, Any]], vecs: Any, model: str) -> dict[str, Any]:
+async def write_memory(db: Reopener, rows: list[dict[str, Any]], vecs: Any, model: str,
+                       phase: Callable[[str], None] | None = None) -> dict[str, Any]:
     """``len(rows)`` memory passages (one request each, the passage's text) and
     ``min(len(rows), MAX_FACTS)`` facts (one request each: entity ``topic/<i>``, key ``summary``,
     value = the first 200 characters of a passage), FACTS_PER_TRANSACTION requests a
@@ -43,6 +45,8 @@ async def write_memory(db: Reopener, rows: list[dict[str, Any]], vecs: Any, mode
                     for i in part],
                    [{"model": model, "entities": [], "attributes": [], "passages": [vecs[i].tolist()]} for i in part])
     passage_s = time.perf_counter() - t0
+    if phase:
+        phase("passages written")
     t0 = time.perf_counter()
     nf = min(n, MAX_FACTS)
     for at in range(0, nf, per):  # one triple a request (a fact of its own entity), as a chat import writes them
@@ -52,8 +56,12 @@ async def write_memory(db: Reopener, rows: list[dict[str, Any]], vecs: Any, mode
                      "category": "knowledge"} for i in part],
                    [{"model": model, "entities": [vecs[i].tolist()], "attributes": [vecs[i].tolist()], "passages": []} for i in part])
     fact_s = time.perf_counter() - t0
+    if phase:
+        phase("facts written")
     t0 = time.perf_counter()
     rebuilt = await rebuild_each(db)
+    if phase:
+        phase("memory indexes rebuilt")
     if db.on_disk:
         await db.reopen()
     return {"rebuild": rebuilt, "rebuild_seconds": round(time.perf_counter() - t0, 2),"passages": n, "facts": nf, "passage_seconds": round(passage_s, 2), "passages_per_s": round(n / passage_s, 1),
