@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from amem_db.constants import FACTS_PER_TRANSACTION
+from amem_db.wire import Vector
 
 from .load import Reopener, rebuild_each
 from .measure import latency_summary
@@ -41,7 +42,7 @@ async def write_memory(db: Reopener, rows: list[dict[str, Any]], vecs: Any, mode
         await call(await db.if_wal_full(), "fn::amem::facts::write_many",
                    [{"text": rows[i]["text"], "scopes": [], "category": "knowledge", "source": {"kind": "document", "ref": f"bench-{i}"}}
                     for i in part],
-                   [{"model": model, "entities": [], "attributes": [], "passages": [vecs[i].tolist()]} for i in part])
+                   [{"model": model, "entities": [], "attributes": [], "passages": [Vector(vecs[i].tolist())]} for i in part])
     passage_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     nf = min(n, MAX_FACTS)
@@ -50,7 +51,7 @@ async def write_memory(db: Reopener, rows: list[dict[str, Any]], vecs: Any, mode
         await call(await db.if_wal_full(), "fn::amem::facts::write_many",
                    [{"triples": [{"entity": {"type": "topic", "name": f"topic {i}"}, "key": "summary", "value": rows[i]["text"][:200]}],
                      "category": "knowledge"} for i in part],
-                   [{"model": model, "entities": [vecs[i].tolist()], "attributes": [vecs[i].tolist()], "passages": []} for i in part])
+                   [{"model": model, "entities": [Vector(vecs[i].tolist())], "attributes": [Vector(vecs[i].tolist())], "passages": []} for i in part])
     fact_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     rebuilt = await rebuild_each(db)
