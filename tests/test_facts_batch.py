@@ -307,7 +307,7 @@ async def error_of(conn, fn: str, *args) -> tuple[str, str]:
     """(class name, message) of the typed error a call raises."""
     try:
         await call(conn, fn, *args)
-    except Exception as exc:  # noqa: BLE001 - the typed error is what is compared
+    except Exception as exc:  # the typed error is what is compared
         return type(exc).__name__, str(exc)
     raise AssertionError(f"{fn} raised nothing")
 
