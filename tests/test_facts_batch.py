@@ -303,6 +303,79 @@ async def test_a_batch_failing_after_its_rows_are_written_leaves_no_partial_requ
             after["memory_chunk"] - before["memory_chunk"]) == (3, 3, 3)
 
 
+async def error_of(conn, fn: str, *args) -> tuple[str, str]:
+    """(class name, message) of the typed error a call raises."""
+    try:
+        await call(conn, fn, *args)
+    except Exception as exc:  # the typed error is what is compared
+        return type(exc).__name__, str(exc)
+    raise AssertionError(f"{fn} raised nothing")
+
+
+# a batch's vectors are checked once for the batch (fn::amem::facts::vector_counts); each case
+# must fail as the same requests written one by one, in order, fail: the first bad request's
+# own typed error, and nothing stored
+V = [0.1] * 384
+
+
+def fact_vectors(**kw) -> dict:
+    return {"model": "hash-384", "entities": [V], "attributes": [V], "passages": [], **kw}
+
+
+@pytest.mark.parametrize("case", ["count", "dimension", "model", "unknown key", "count first, input after",
+                                  "input first, dimension after"])
+async def test_a_batch_fails_on_its_vectors_as_one_by_one_fails(mem, db, case):
+    good = [{"triples": [attr(f"Vic {case} {i}", "role", "x")]} for i in range(4)]
+    vectors = [fact_vectors() for _ in good]
+    requests = list(good)
+    bad_at = 2
+    if case == "count":
+        vectors[bad_at] = fact_vectors(attributes=[])
+    elif case == "dimension":
+        vectors[bad_at] = fact_vectors(attributes=[[0.1] * 5])
+    elif case == "model":
+        vectors[bad_at] = fact_vectors(model="another-model")
+    elif case == "unknown key":
+        vectors[bad_at] = fact_vectors(extra=[])
+    elif case == "count first, input after":  # the count is checked in request order, with the input
+        vectors[1] = fact_vectors(entities=[])
+        requests[3] = {"triples": [attr("Vic", "", "x")]}
+        bad_at = 1
+    elif case == "input first, dimension after":  # a bad vector entry: every request checks its own, in order
+        requests[1] = {"triples": [attr("Vic", "", "x")]}
+        vectors[3] = fact_vectors(passages=[[0.1] * 3])
+        bad_at = 1
+    await mem.facts.declare_key("role")  # any write first, so the model is recorded
+    await call(db, "fn::amem::facts::write", {"triples": [attr("Vic first", "role", "x")]}, fact_vectors())
+    before = await counts(db)
+    batched = await error_of(db, "fn::amem::facts::write_many", requests, vectors)
+    assert await counts(db) == before
+    alone = await error_of(db, "fn::amem::facts::write", requests[bad_at], vectors[bad_at])
+    assert batched == alone and alone[0] in {"InvalidInput", "EmbeddingMismatch"}
+    assert await counts(db) == before
+
+
+async def test_the_first_vectors_of_a_batch_record_the_model_as_one_by_one(fresh):
+    """A batch on a database with no recorded model records its model (as the first write's
+    check_vectors does); two models in one batch fail as one by one (the second refused);
+    vectors NONE for some requests store those without a vector."""
+    mem = await fresh()
+    await mem.conn.query("DELETE amem_setting:embedding")
+    two = await error_of(mem.conn, "fn::amem::facts::write_many",
+                         [{"text": "one"}, {"text": "two"}],
+                         [{"model": "m-a", "passages": [V]}, {"model": "m-b", "passages": [V]}])
+    assert two[0] == "EmbeddingMismatch" and "holds embeddings from m-a; refusing vectors from m-b" in two[1]
+    (model,) = await mem.conn.query("SELECT VALUE model FROM amem_setting:embedding")
+    assert model == []
+    done = await call(mem.conn, "fn::amem::facts::write_many", [{"text": "one"}, {"text": "two"}, {"text": "three"}],
+                      [{"model": "m-a", "passages": [V]}, None, {"model": "m-a", "passages": [V]}])
+    assert len(done) == 3
+    (model,) = await mem.conn.query("SELECT VALUE model FROM amem_setting:embedding")
+    assert model == ["m-a"]
+    (stored,) = await mem.conn.query("SELECT VALUE [text, embedding != NONE] FROM memory_chunk ORDER BY text")
+    assert sorted(stored) == [["one", True], ["three", True], ["two", False]]
+
+
 async def test_write_many_refuses_what_is_not_a_batch(mem, db):
     before = await counts(db)
     one = {"text": "a note"}

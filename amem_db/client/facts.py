@@ -12,6 +12,7 @@ from ..db import call, call_each
 from ..errors import AmemError, InvalidInput, NotMigrated, TransportError, server_error
 from ..geometry import with_polygons
 from ..models import FactBatch, FactBatchError, FactDiff, FactKey, FactsPrepared, FactWrite
+from ..wire import vectors as packed
 from . import _call
 from ._call import Lens
 
@@ -48,7 +49,7 @@ class Facts:
             embedded = await asyncio.to_thread(self.mem.embedder.embed_documents, flat) if flat else []
             vectors, at = {"model": self.mem.embedder.name}, 0  # in prepare's order, one list per part
             for part, texts in parts.items():
-                vectors[part], at = embedded[at: at + len(texts)], at + len(texts)
+                vectors[part], at = packed(embedded[at: at + len(texts)]), at + len(texts)
         return _call.validated(FactWrite, await call(self.mem.conn, "fn::amem::facts::write", body, vectors))
 
     async def write_many(
@@ -138,7 +139,7 @@ class Facts:
                 continue
             v: dict[str, Any] = {"model": self.mem.embedder.name}
             for part in parts:
-                v[part], at = embedded[at: at + len(p[part])], at + len(p[part])
+                v[part], at = packed(embedded[at: at + len(p[part])]), at + len(p[part])
             out.append(v)
         return out
 

@@ -72,13 +72,20 @@ def fact_request(rng: random.Random, i: int) -> dict[str, Any]:
             "category": "knowledge"}
 
 
+try:  # the product's packed vectors (amem_db/wire.py); an older tree sends plain lists
+    from amem_db.wire import Vector
+except ImportError:
+    Vector = list  # type: ignore[misc,assignment]
+
+
 def raw_vectors(emb: LookupEmbedder, r: dict[str, Any]) -> dict[str, Any]:
-    """The vectors argument of a request of this script (no prepare round trip)."""
+    """The vectors argument of a request of this script (no prepare round trip), as the
+    product's client sends them."""
     t = (r.get("triples") or [None])[0]
     if t is None:
-        return {"model": emb.name, "entities": [], "attributes": [], "passages": [emb._vec(r["text"])]}
-    v = emb._vec(t["value"])
-    return {"model": emb.name, "entities": [emb._vec(t["entity"]["name"])], "attributes": [v], "passages": []}
+        return {"model": emb.name, "entities": [], "attributes": [], "passages": [Vector(emb._vec(r["text"]))]}
+    v = Vector(emb._vec(t["value"]))
+    return {"model": emb.name, "entities": [Vector(emb._vec(t["entity"]["name"]))], "attributes": [v], "passages": []}
 
 
 async def rate(mem: Memory, requests: list[dict[str, Any]], group: int, batch: int, raw: bool = False) -> dict[str, Any]:

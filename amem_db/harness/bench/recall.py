@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from amem_db.constants import FACTS_PER_TRANSACTION
+from amem_db.wire import Vector
 
 from .load import Reopener, rebuild_each
 from .measure import latency_summary
@@ -43,7 +44,7 @@ async def write_memory(db: Reopener, rows: list[dict[str, Any]], vecs: Any, mode
         await call(await db.if_wal_full(), "fn::amem::facts::write_many",
                    [{"text": rows[i]["text"], "scopes": [], "category": "knowledge", "source": {"kind": "document", "ref": f"bench-{i}"}}
                     for i in part],
-                   [{"model": model, "entities": [], "attributes": [], "passages": [vecs[i].tolist()]} for i in part])
+                   [{"model": model, "entities": [], "attributes": [], "passages": [Vector(vecs[i].tolist())]} for i in part])
     passage_s = time.perf_counter() - t0
     if phase:
         phase("passages written")
@@ -54,7 +55,7 @@ async def write_memory(db: Reopener, rows: list[dict[str, Any]], vecs: Any, mode
         await call(await db.if_wal_full(), "fn::amem::facts::write_many",
                    [{"triples": [{"entity": {"type": "topic", "name": f"topic {i}"}, "key": "summary", "value": rows[i]["text"][:200]}],
                      "category": "knowledge"} for i in part],
-                   [{"model": model, "entities": [vecs[i].tolist()], "attributes": [vecs[i].tolist()], "passages": []} for i in part])
+                   [{"model": model, "entities": [Vector(vecs[i].tolist())], "attributes": [Vector(vecs[i].tolist())], "passages": []} for i in part])
     fact_s = time.perf_counter() - t0
     if phase:
         phase("facts written")
