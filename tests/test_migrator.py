@@ -31,7 +31,7 @@ EXPECTED_INDEXES = {
     "chunk_fts": {"chunk_fts_text"},
     "audio_chunk_fts": {"audio_chunk_fts_text"},
     "keyword": {"keyword_embedding"},  # keyword_text removed by migrations/0019
-    "entity": {"entity_name", "entity_embedding"},
+    "entity": {"entity_embedding"},  # entity_name (over entity.name) removed by migrations/0025
     "section": {"section_heading_embedding"},
     "document": {"document_summary_embedding"},
 }
