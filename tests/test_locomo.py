@@ -200,3 +200,119 @@ def test_eval_command_recalls_each_question_within_its_conversation(slice_dir, t
     assert bm25["by_category"]["single-hop"]["recall@10"] == float(found[1])
     md = (out / "report.md").read_text()
     assert "paper DRAGON" in md and "exact kNN" in md
+
+
+# --- observations (issue 26 lever 6) ---------------------------------------------------
+
+def observation(conv: str, session: int, speaker: str, i: int, text: str, day: str, evidence: list[str]) -> dict:
+    return {"_id": f"{conv}:O{session}:{speaker}:{i}", "text": text,
+            "metadata": {"conversation": conv, "session": session, "speaker": speaker, "observed_at": f"{day}T10:00:00Z",
+                         "evidence": [f"{conv}:{e}" for e in evidence]}}
+
+
+OBSERVATIONS = [
+    observation("conv-1", 1, "Bob", 0, "Bob takes pottery classes at the community centre.", "2023-05-08", ["D1:2"]),
+    observation("conv-1", 2, "Ann", 0, "Ann's kitten Pixel is clumsy and knocks things over.", "2023-06-01", ["D1:1", "D2:1"]),
+    observation("conv-1", 2, "Bob", 0, "Bob's first pottery bowl came out lopsided.", "2023-06-01", ["D2:2"]),
+    observation("conv-9", 1, "Ed", 0, "Another split's observation: never written.", "2023-08-01", ["D1:1"]),
+]
+
+
+@pytest.fixture(scope="module")
+def observed_dir(slice_dir) -> Path:
+    write_jsonl(slice_dir / locomo.OBSERVATIONS_FILE, OBSERVATIONS)
+    return slice_dir
+
+
+def test_an_observation_becomes_a_scoped_write_carrying_its_evidence(observed_dir):
+    cs = locomo.load_conversations(observed_dir)
+    obs = locomo.load_observations(cs)
+    assert [o.id for o in obs] == ["conv-1:O1:Bob:0", "conv-1:O2:Ann:0", "conv-1:O2:Bob:0"]  # conv-9 is not in the split
+    assert obs[1].evidence == ("conv-1:D1:1", "conv-1:D2:1")
+    common = {"observed_at": "2023-06-01T10:00:00Z", "source": {"kind": "upsert", "ref": "conv-1:O2:Ann:0"},
+              "scopes": ["locomo/conv-1"], "category": "knowledge",
+              "labels": ["observation", "evidence:conv-1:D1:1", "evidence:conv-1:D2:1"]}
+    assert locomo.observation_request(obs[1]) == {"text": "Ann's kitten Pixel is clumsy and knocks things over."} | common
+    assert locomo.observation_request(obs[1], kind="facts") == {"triples": [{
+        "entity": {"type": "person", "name": "Ann"}, "key": "observation",
+        "value": "Ann's kitten Pixel is clumsy and knocks things over."}]} | common
+    with pytest.raises(ValueError, match="observations must be one of passages, facts"):
+        locomo.observation_request(obs[0], kind="triples")
+
+
+async def test_an_observation_hit_credits_its_evidence_turns_at_its_rank(observed_dir, db):
+    """Written through facts.write_many beside the turns on the real engine; the evidence read back from the
+    stored rows maps a recalled observation to its turns: at the observation's rank, each turn once."""
+    cs = locomo.load_conversations(observed_dir)
+    mem = Memory(db, embedder=CachedEmbedder(get_embedder("hash:384")))
+    await locomo.write_turns(mem, [locomo.turn_request(t) for t in cs.turns]
+                             + [locomo.observation_request(o) for o in locomo.load_observations(cs)])
+    evidence = await locomo.stored_evidence(db)
+    assert evidence == {"conv-1:O1:Bob:0": ["conv-1:D1:2"], "conv-1:O2:Ann:0": ["conv-1:D1:1", "conv-1:D2:1"],
+                        "conv-1:O2:Bob:0": ["conv-1:D2:2"]}
+    resp = await mem.recall("clumsy kitten knocks things over", mode="bm25", k=10, include=["passages"],
+                            lens=locomo.lens_of("conv-1"))
+    assert locomo.observation_id_of(resp.hits[0]) == "conv-1:O2:Ann:0"  # only the observation holds "clumsy"
+    assert locomo.hit_turns(resp.hits[0], evidence) == ["conv-1:D1:1", "conv-1:D2:1"]
+    ranking = locomo.turn_ranking(resp.hits, evidence)
+    assert ranking[:2] == ["conv-1:D1:1", "conv-1:D2:1"] and len(ranking) == len(set(ranking))
+    assert locomo.turn_ranking(resp.hits[:1]) == []  # without the evidence an observation hit credits nothing
+
+
+async def test_observations_as_facts_are_current_attributes_of_the_speaker_with_their_evidence(observed_dir):
+    """--observations facts: the key is declared multi-valued first, so Bob's second observation
+    does not supersede his first; each attribute keeps its source and evidence labels."""
+    from amem_db.connection import close_quietly
+
+    cs = locomo.load_conversations(observed_dir)
+    prepared = await locomo.prepare_conversations(cs, get_embedder("hash:384"), url="mem://", observations="facts",
+                                                  observations_only=True)
+    try:
+        (rows,) = await prepared.mem.conn.query(
+            "SELECT entity.name AS who, key, value, source, labels, scopes FROM attribute WHERE superseded_at = NONE ORDER BY value")
+        (turns,) = await prepared.mem.conn.query("SELECT count() FROM memory_chunk GROUP ALL")
+    finally:
+        await close_quietly(prepared.mem.conn)
+    assert turns == [{"count": 0}]  # observations only: no turn written
+    assert [(r["who"], r["key"], r["source"]["ref"]) for r in rows] == [
+        ("Ann", "observation", "conv-1:O2:Ann:0"), ("Bob", "observation", "conv-1:O1:Bob:0"), ("Bob", "observation", "conv-1:O2:Bob:0")]
+    assert rows[0]["labels"] == ["evidence:conv-1:D1:1", "evidence:conv-1:D2:1", "observation"]
+    assert {r["source"]["kind"] for r in rows} == {"upsert"} and all(r["scopes"] == ["locomo/conv-1"] for r in rows)
+
+
+def test_k_counts_hits_with_a_placeholder_for_a_hit_that_credits_nothing_new():
+    def turn_hit(ref: str) -> dict:
+        return {"id": ref, "source": "memory_chunk", "score": 1.0, "citation": {"source": {"kind": "turn", "ref": ref}}}
+
+    def obs_hit(ref: str, source: str = "memory_chunk") -> dict:
+        return {"id": ref, "source": source, "score": 1.0, "citation": {"source": {"kind": "upsert", "ref": ref}}}
+
+    evidence = {"O1": ["c:D1:2"], "O2": ["c:D1:1", "c:D2:1"]}
+    hits = [obs_hit("O2", "attribute"), turn_hit("c:D2:1"), turn_hit("c:D1:2"), obs_hit("O1"), {"id": "e", "source": "entity"},
+            turn_hit("c:D3:1")]
+    assert locomo.turn_ranking(hits, evidence) == ["c:D1:1", "c:D2:1", "c:D1:2", "c:D3:1"]
+    assert locomo.turn_ranking(hits, evidence, count="hits") == ["c:D1:1", "c:D2:1", "~2", "c:D1:2", "~4", "~5", "c:D3:1"]
+    assert locomo.turn_ranking(hits) == ["c:D2:1", "c:D1:2", "c:D3:1"]  # turns only: observations stand for nothing
+
+
+def test_eval_option_writes_the_observations_with_their_evidence(observed_dir, tmp_path):
+    from typer.testing import CliRunner
+
+    from amem_db.cli import app
+
+    for kind, only in (("passages", False), ("facts", True)):
+        out = tmp_path / f"{kind}-{only}"
+        args = ["--url", "mem://", "--embedder", "hash:384", "eval", str(observed_dir), "--modes", "bm25,hybrid",
+                "--k", "10", "--out", str(out), "--observations", kind] + (["--observations-only"] if only else [])
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+        report = json.loads((out / "report.json").read_text())
+        assert report["observations"] == {"as": kind, "only": only, "file": "observations.jsonl", "stored": 3,
+                                          "include": ["facts", "passages"] if kind == "facts" else ["passages"], "k_counts": "hits"}
+        ing = report["ingest"]
+        assert (ing["written"], ing["passages"], ing["facts"]) == ((3, 0, 3) if only else (9, 9, 0))
+        hybrid = report["modes"]["hybrid"]
+        assert hybrid["available"] and hybrid["metrics_k_in_turns"]["metrics"]
+        assert "observations: 3 written as" in (out / "report.md").read_text()
+    result = CliRunner().invoke(app, ["--url", "mem://", "eval", str(observed_dir), "--observations-only"])
+    assert result.exit_code != 0 and "needs --observations" in result.output

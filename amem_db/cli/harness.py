@@ -87,6 +87,12 @@ async def eval_command(
                                 "prefix: the same with the speaker as the write's speaker entity (lowered hybrid R@10 on "
                                 "LoCoMo dev: issue 26); entity: the bare text with the speaker "
                                 "entity; none: the bare text alone"),
+    observations: str | None = typer.Option(None, help="conversations only: also write observations.jsonl (the dataset's "
+                                            "LLM-written observations, each with its evidence turns) beside the turns, "
+                                            "as 'passages' (knowledge memory passages) or 'facts' (an attribute "
+                                            "'observation' of the speaker); a hit on one credits its evidence turns"),
+    observations_only: bool = typer.Option(False, "--observations-only", help="conversations only: write the observations "
+                                           "instead of the turns (needs --observations)"),
     db_dir: Path = typer.Option(Path("results/.db"), help="where the cached per-dataset databases live"),
     fresh: bool = typer.Option(False, "--fresh", help="re-ingest even if a cached database exists"),
     json_output: bool = json_option("print the report(s) as JSON"),
@@ -95,11 +101,13 @@ async def eval_command(
 
     Ingests the corpus into a database cached by content hash (results/.db/), runs every judged query through mem.documents.query, and writes report.md, report.json and report.png.
 
-    A conversation collection (corpus lines are dialog turns with metadata.conversation / dia_id, e.g. LoCoMo) is written turn by turn through mem.facts.write as memory passages and its questions go through mem.recall with the conversation as lens; it reports Recall@5/10/25/50 and nDCG@10 overall and per question category.
+    A conversation collection (corpus lines are dialog turns with metadata.conversation / dia_id, e.g. LoCoMo) is written turn by turn through mem.facts.write as memory passages and its questions go through mem.recall with the conversation as lens; it reports Recall@5/10/25/50 and nDCG@10 overall and per question category. --observations passages|facts also writes the collection's observations.jsonl and scores an observation hit as its evidence turns.
 
     --url (e.g. mem://) replaces the cached database; --embedder picks the model.
 
     Example: amem-db eval ../shared/datasets/scifact --modes bm25,vector,hybrid --compare old/report.json
+
+    Example: amem-db eval ../shared/datasets/locomo --observations passages --out results/eval-obs/passages
     """
     require_extra(["ranx", "matplotlib"], "eval")
     from ..embedding import get_embedder
@@ -108,7 +116,14 @@ async def eval_command(
     from ..harness.database import TITLE_MODES
     from ..harness.datasets import load_dataset
     from ..harness.evaluation import evaluate_dataset
-    from ..harness.locomo import SPEAKER_MODES, Conversations, evaluate_conversations, is_conversation_collection, load_conversations
+    from ..harness.locomo import (
+        OBSERVATION_KINDS,
+        SPEAKER_MODES,
+        Conversations,
+        evaluate_conversations,
+        is_conversation_collection,
+        load_conversations,
+    )
 
     if not 1 <= k <= MAX_K:  # recall's maximum is the same 50
         raise typer.BadParameter(f"k must be 1..{MAX_K} (the query API's maximum)", param_hint="--k")
@@ -116,6 +131,10 @@ async def eval_command(
         raise typer.BadParameter(f"one of {', '.join(TITLE_MODES)}", param_hint="--title")
     if speaker not in SPEAKER_MODES:
         raise typer.BadParameter(f"one of {', '.join(SPEAKER_MODES)}", param_hint="--speaker")
+    if observations is not None and observations not in OBSERVATION_KINDS:
+        raise typer.BadParameter(f"one of {', '.join(OBSERVATION_KINDS)}", param_hint="--observations")
+    if observations_only and observations is None:
+        raise typer.BadParameter("needs --observations passages|facts", param_hint="--observations-only")
     if compare is not None and len(datasets) > 1:
         raise typer.BadParameter("--compare takes one dataset at a time", param_hint="--compare")
     try:
@@ -129,6 +148,9 @@ async def eval_command(
         if not conversations and vector_weight is not None:
             raise typer.BadParameter(f"{d} is a document collection: --vector-weight applies to conversations only",
                                      param_hint="--vector-weight")
+        if not conversations and observations is not None:
+            raise typer.BadParameter(f"{d} is a document collection: --observations applies to conversations only",
+                                     param_hint="--observations")
         if conversations and (filter_obj is not None or title != "separate" or threshold is not None):
             raise typer.BadParameter(f"{d} is a conversation collection: --filter, --title and --threshold apply to "
                                      "documents only", param_hint="DATASETS")
@@ -153,7 +175,7 @@ async def eval_command(
                             "adjacent_weight": adjacent_weight, "graph_weight": graph_weight,
                             "speaker_weight": speaker_weight},
                     url=session.options.url, db_dir=db_dir,
-                    fresh=fresh, progress=progress))
+                    fresh=fresh, progress=progress, observations=observations, observations_only=observations_only))
             else:
                 reports.append(await evaluate_dataset(
                     ds, embedder, modes=mode_list, k=k, threshold=threshold, filter=filter_obj, title_mode=title,

@@ -37,6 +37,20 @@ A conversation collection is a BEIR-like folder whose corpus lines carry
 Only the split's own files are read (``qrels/<split>.tsv``, its queries, the
 adversarial questions of its conversations); corpus lines of other
 conversations are never written.
+
+**Observations** (issue 26 lever 6, ``amem-db eval ... --observations passages|facts``):
+``observations.jsonl`` beside the corpus holds the dataset's own LLM-written observations,
+each with the turns it was made from (``metadata.evidence``). They are written through the
+same ``mem.facts.write_many`` beside the turns (or, ``--observations-only``, instead of them),
+as a knowledge passage or as a typed fact (``observation_request``), each carrying
+``source = {kind: upsert, ref: <observation id>}`` and its evidence as labels
+(``observation``, ``evidence:<turn id>``). Scoring reads the evidence back from the stored
+rows (``stored_evidence``) and maps every hit to turns (``hit_turns``): a turn to itself, an
+observation to its evidence turns at the hit's rank. A turn already credited at a better rank
+is not credited again; k counts **hits** (the reader's budget: an observation and its own
+evidence turn both in the top 10 use two of the 10; ``turn_ranking(..., count="hits")`` keeps
+the slot with a placeholder). The same rankings with k counted in distinct turns are reported
+beside (``metrics_k_in_turns``).
 """
 
 from __future__ import annotations
@@ -69,6 +83,13 @@ SPEAKER_MODES = ("prefix", "prefix-text", "entity", "none")
 RECALL_MODES = ("bm25", "vector", "hybrid", "graph")
 DEFAULT_RECALL_MODES = ("bm25", "vector", "hybrid")
 MAX_RECALL_K = 50  # recall refuses k over 50
+# observations (issue 26 lever 6): a knowledge memory passage each, or a typed fact each
+# (an attribute `observation` of the speaker, a key declared multi-valued)
+OBSERVATION_KINDS = ("passages", "facts")
+OBSERVATIONS_FILE = "observations.jsonl"
+OBSERVATION_KEY = "observation"
+OBSERVATION_LABEL = "observation"
+EVIDENCE_LABEL = "evidence:"
 # Paper Table 3, retriever DRAGON, unit "Dialog" (one turn), R@k in % over all
 # 10 conversations, per conversation database (SOURCE.md "Published retrieval
 # baselines"); "overall" there also counts category 5 and unjudged questions.
@@ -88,6 +109,17 @@ class Turn:
     speaker: str
     observed_at: str
     text: str
+
+
+@dataclass(frozen=True)
+class Observation:
+    id: str  # "<conversation>:O<session>:<speaker>:<i>", the observations file's _id
+    conversation: str
+    session: int
+    speaker: str
+    observed_at: str
+    text: str
+    evidence: tuple[str, ...]  # the turn ids it was made from
 
 
 @dataclass(frozen=True)
@@ -195,6 +227,27 @@ def load_conversations(path: str | Path, split: str | None = None, *, limit_quer
                          adversarial_file=adv_path.name if adv_path else None, adversarial_without_evidence=no_evidence)
 
 
+def load_observations(cs: Conversations) -> list[Observation]:
+    """The observations of the split's loaded conversations (``observations.jsonl`` beside the
+    corpus), in file order; evidence kept only where it names a loaded turn. An observation
+    left without evidence is refused: it could never be scored."""
+    path = cs.path / OBSERVATIONS_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no observations file (--observations needs one beside corpus.jsonl)")
+    convs, turns = set(cs.conversations), {t.id for t in cs.turns}
+    out = []
+    for o in _read_jsonl(path):
+        m = o.get("metadata") or {}
+        if m.get("conversation") not in convs:
+            continue  # another split's conversation: never read into the database
+        evidence = tuple(e for e in m.get("evidence") or [] if e in turns)
+        if not evidence:
+            raise ValueError(f"{path}: observation {o['_id']} names no turn of {m['conversation']} as evidence")
+        out.append(Observation(str(o["_id"]), str(m["conversation"]), int(m["session"]), str(m["speaker"]),
+                               str(m["observed_at"]), str(o["text"]).strip(), evidence))
+    return out
+
+
 # --- writing -------------------------------------------------------------------------------
 
 def conversation_scope(conversation: str) -> str:
@@ -233,6 +286,28 @@ def turn_request(turn: Turn, *, speaker: str = "prefix-text") -> dict[str, Any]:
     }
 
 
+def observation_request(o: Observation, *, kind: str = "passages") -> dict[str, Any]:
+    """The memory write of one observation. ``passages``: its text as a knowledge memory
+    passage; ``facts``: an attribute ``observation`` of the speaker (a person entity) whose
+    value is the text (the key is declared multi-valued before writing, or each observation
+    would supersede the speaker's previous one). Both carry ``source = {kind: upsert, ref:
+    <observation id>}``, the session's date as ``observed_at``, the conversation's scope and the
+    evidence as labels (``observation``, ``evidence:<turn id>``: a write has no free metadata;
+    recall filters by labels only when asked to). No ``session_id``: the adjacency signal
+    orders a session's passages by write order, and an observation is not a turn of it."""
+    if kind not in OBSERVATION_KINDS:
+        raise ValueError(f"observations must be one of {', '.join(OBSERVATION_KINDS)}")
+    body: dict[str, Any] = {"text": o.text} if kind == "passages" else {
+        "triples": [{"entity": {"type": "person", "name": o.speaker}, "key": OBSERVATION_KEY, "value": o.text}]}
+    return body | {
+        "observed_at": o.observed_at,
+        "source": {"kind": "upsert", "ref": o.id},
+        "scopes": [conversation_scope(o.conversation)],
+        "category": "knowledge",
+        "labels": [OBSERVATION_LABEL, *(EVIDENCE_LABEL + e for e in o.evidence)],
+    }
+
+
 def collection_key(requests: list[dict[str, Any]], embedder_name: str) -> str:
     """SHA-256 over every request written (in order), the embedder and the data-shaping SurrealQL."""
     h = hashlib.sha256()
@@ -248,6 +323,24 @@ async def written_turn_ids(conn: Any) -> set[str]:
     return {str(r) for r in rows or [] if r is not None}
 
 
+async def written_refs(conn: Any) -> set[str]:
+    """Every source ref already stored, as a memory passage (turns, observations) or as a
+    fact (observations written as facts)."""
+    rows = await conn.query("SELECT VALUE source.ref FROM memory_chunk WHERE source != NONE; "
+                            "SELECT VALUE source.ref FROM attribute WHERE source != NONE;")
+    return {str(r) for part in rows for r in part or [] if r is not None}
+
+
+async def stored_evidence(conn: Any) -> dict[str, list[str]]:
+    """``{observation id: [evidence turn ids]}`` read back from the stored rows' labels (memory
+    passages and facts written by ``observation_request``): what scoring maps an observation hit by."""
+    rows = await conn.query(
+        "SELECT source.ref AS ref, labels FROM memory_chunk WHERE labels CONTAINS $l; "
+        "SELECT source.ref AS ref, labels FROM attribute WHERE labels CONTAINS $l;", {"l": OBSERVATION_LABEL})
+    return {str(r["ref"]): sorted(x[len(EVIDENCE_LABEL):] for x in r["labels"] if x.startswith(EVIDENCE_LABEL))
+            for part in rows for r in part or []}
+
+
 async def write_turns(mem: Any, requests: list[dict[str, Any]], *, batch_size: int = 128,
                       progress: Progress | None = None) -> dict[str, Any]:
     """Write the requests through ``mem.facts.write_many`` (the product's batched write:
@@ -256,40 +349,47 @@ async def write_turns(mem: Any, requests: list[dict[str, Any]], *, batch_size: i
     CachedEmbedder, so write_many's own embedding step finds them cached and the
     embedding time is reported apart). Turns already stored are skipped. Any failed
     request raises its typed error (nothing of it was stored)."""
-    done = await written_turn_ids(mem.conn)
+    done = await written_refs(mem.conn)
     todo = [r for r in requests if r["source"]["ref"] not in done]
     if progress:
         progress("turns", {"total": len(todo)})
     started = time.perf_counter()
     embed_s = engine_s = 0.0
-    passages = 0
+    passages = facts = 0
     for at in range(0, len(todo), batch_size):
         batch = todo[at: at + batch_size]
         t0 = time.perf_counter()
-        await asyncio.to_thread(mem.embedder.embed_documents, [r["text"] for r in batch])
+        await asyncio.to_thread(mem.embedder.embed_documents, [r["text"] for r in batch if "text" in r])
         t1 = time.perf_counter()
         written = await mem.facts.write_many(batch)
         if written.errors:
             raise written.errors[0].exception()
-        passages += written.passages
+        passages, facts = passages + written.passages, facts + written.facts
         embed_s, engine_s = embed_s + t1 - t0, engine_s + time.perf_counter() - t1
         if progress:
             progress("turn", {"done": at + len(batch), "passages": passages})
     return {"turns": len(requests), "written": len(todo), "already_stored": len(requests) - len(todo),
-            "passages": passages, "seconds": round(time.perf_counter() - started, 2),
+            "passages": passages, "facts": facts, "seconds": round(time.perf_counter() - started, 2),
             "embed_seconds": round(embed_s, 2), "engine_seconds": round(engine_s, 2)}
 
 
 async def prepare_conversations(cs: Conversations, embedder: Any, *, speaker: str = "prefix-text", url: str | None = None,
                                 db_dir: Path = DEFAULT_DB_DIR, fresh: bool = False,
-                                progress: Progress | None = None) -> Prepared:
-    """Open (or build) the collection's database with every turn written, and a Memory on it."""
+                                progress: Progress | None = None, observations: str | None = None,
+                                observations_only: bool = False) -> Prepared:
+    """Open (or build) the collection's database with every turn written, and a Memory on it.
+    ``observations`` (passages | facts): the split's observations written after the turns
+    (``observations_only``: instead of them), as ``observation_request`` shapes them."""
     from amem_db.client import Memory
     from amem_db.connection import close_quietly
     from amem_db.embedding import CachedEmbedder
 
+    if observations_only and observations is None:
+        raise ValueError("observations_only needs observations (passages or facts)")
     cached = embedder if isinstance(embedder, CachedEmbedder) else CachedEmbedder(embedder)
-    requests = [turn_request(t, speaker=speaker) for t in cs.turns]
+    requests = [] if observations_only else [turn_request(t, speaker=speaker) for t in cs.turns]
+    if observations is not None:
+        requests += [observation_request(o, kind=observations) for o in load_observations(cs)]
     key = collection_key(requests, cached.name)
     opened = await open_eval_database(cs.name, key, cached, url=url, db_dir=db_dir, fresh=fresh)
     try:
@@ -297,8 +397,11 @@ async def prepare_conversations(cs: Conversations, embedder: Any, *, speaker: st
         if opened.complete and opened.marker is not None:
             return Prepared(mem, opened.target.url, key, True, json.loads(opened.marker.read_text()), opened.db_path)
         cached.reset_stats()
+        if observations == "facts":  # else each observation of a speaker supersedes the one before
+            await mem.facts.declare_key(OBSERVATION_KEY, multi_valued=True)
         ingest = await write_turns(mem, requests, progress=progress)
         ingest |= {"conversations": cs.conversations, "speaker": speaker, "embedder": cached.name,
+                   "observations": observations, "observations_only": observations_only,
                    "embedding_cache_hits": cached.stats.hits, "embedding_cache_misses": cached.stats.misses,
                    "completed_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
         if opened.marker is not None:
@@ -311,20 +414,53 @@ async def prepare_conversations(cs: Conversations, embedder: Any, *, speaker: st
 
 # --- recall and scoring -----------------------------------------------------------------
 
+def _as_json(hit: Any) -> dict[str, Any]:
+    """A recall hit as its JSON shape (a client model is dumped by alias)."""
+    out: dict[str, Any] = hit.model_dump(by_alias=True, mode="json") if hasattr(hit, "model_dump") else hit
+    return out
+
+
 def turn_id_of(hit: Any) -> str | None:
     """The turn id of a recall hit (a client model or its JSON): a memory
-    passage's ``citation.source.ref``; None for any other kind of hit."""
-    if hasattr(hit, "model_dump"):
-        hit = hit.model_dump(by_alias=True, mode="json")
+    passage's ``citation.source.ref`` when its source is a turn; None for any other hit."""
+    hit = _as_json(hit)
     if hit.get("source") != "memory_chunk":
         return None
-    ref = ((hit.get("citation") or {}).get("source") or {}).get("ref")
-    return str(ref) if ref is not None else None
+    src = (hit.get("citation") or {}).get("source") or {}
+    return str(src["ref"]) if src.get("ref") is not None and src.get("kind", "turn") == "turn" else None
 
 
-def turn_ranking(hits: Any) -> list[str]:
-    """Turn ids in rank order, each once, at its best-ranked passage."""
-    return list(dict.fromkeys(t for t in map(turn_id_of, hits) if t is not None))
+def observation_id_of(hit: Any) -> str | None:
+    """The observation id of a recall hit written by ``observation_request`` (a memory
+    passage or a fact whose ``citation.source`` is ``{kind: upsert, ref}``); None otherwise."""
+    src = (_as_json(hit).get("citation") or {}).get("source") or {}
+    return str(src["ref"]) if src.get("kind") == "upsert" and src.get("ref") is not None else None
+
+
+def hit_turns(hit: Any, evidence: dict[str, list[str]] | None = None) -> list[str]:
+    """The turns one hit stands for: a turn passage its turn; an observation the evidence
+    turns ``evidence`` (``stored_evidence``) holds for it; any other hit none."""
+    if (t := turn_id_of(hit)) is not None:
+        return [t]
+    o = observation_id_of(hit)
+    return list((evidence or {}).get(o, [])) if o is not None else []
+
+
+def turn_ranking(hits: Any, evidence: dict[str, list[str]] | None = None, *, count: str = "turns") -> list[str]:
+    """Turn ids in rank order, each once, at the rank of the first hit that stands for it
+    (``hit_turns``). ``count="turns"``: the distinct turns alone, so k counts turns.
+    ``count="hits"``: one entry per hit, so k counts hits: a hit that credits no new turn
+    (an observation whose evidence ranked above, an entity row) keeps its slot with the
+    placeholder ``~<rank>``; an observation with two new evidence turns takes two entries."""
+    if count not in ("turns", "hits"):
+        raise ValueError("count must be turns or hits")
+    seen: dict[str, None] = {}
+    out: list[str] = []
+    for rank, hit in enumerate(hits, 1):
+        new = [t for t in dict.fromkeys(hit_turns(hit, evidence)) if t not in seen]
+        seen.update(dict.fromkeys(new))
+        out += new if new or count == "turns" else [f"~{rank}"]
+    return out
 
 
 WINDOW_OPTIONS = ("query_window", "strict_window", "window_weight", "adjacent_weight", "graph_weight", "speaker_weight")
@@ -333,19 +469,29 @@ WINDOW_OPTIONS = ("query_window", "strict_window", "window_weight", "adjacent_we
 @dataclass
 class RecallRun(ModeRun):
     windows: dict[str, str] = field(default_factory=dict)  # question -> the time phrase recall read from it
+    turn_rankings: dict[str, list[str]] = field(default_factory=dict)  # the same hits, k counted in distinct turns
+    observations_top10: dict[str, int] = field(default_factory=dict)  # question -> observation hits in the first 10
+
+
+async def recall_hits(mem: Any, question: str, mode: str, k: int, lens: list[list[str]], *,
+                      vector_weight: float | None = None, window: dict[str, Any] | None = None,
+                      now: str | None = None, include: tuple[str, ...] = ("passages",)) -> tuple[list[Any], str | None]:
+    """The hits ``mem.recall`` (fn::amem::recall) returns for one question (within the
+    lens, of the ``include`` kinds) and the query-window phrase it read (None: no time
+    words, or windows off). ``window`` holds recall's window options (WINDOW_OPTIONS),
+    ``now`` the instant relative time words count from."""
+    opts = {key: v for key, v in (window or {}).items() if key in WINDOW_OPTIONS and v is not None}
+    resp = await mem.recall(question, mode=mode, k=k, include=list(include), lens=lens, vector_weight=vector_weight,
+                            now=now, **opts)
+    return resp.hits, (resp.query_window.phrase if resp.query_window else None)
 
 
 async def recall_question(mem: Any, question: str, mode: str, k: int, lens: list[list[str]], *,
                           vector_weight: float | None = None, window: dict[str, Any] | None = None,
                           now: str | None = None) -> tuple[list[str], str | None]:
-    """The turns ``mem.recall`` (fn::amem::recall) returns for one question
-    (memory passages only, within the lens) and the query-window phrase it read
-    (None: no time words, or windows off). ``window`` holds recall's window
-    options (WINDOW_OPTIONS), ``now`` the instant relative time words count from."""
-    opts = {key: v for key, v in (window or {}).items() if key in WINDOW_OPTIONS and v is not None}
-    resp = await mem.recall(question, mode=mode, k=k, include=["passages"], lens=lens, vector_weight=vector_weight,
-                            now=now, **opts)
-    return turn_ranking(resp.hits), (resp.query_window.phrase if resp.query_window else None)
+    """The turns of ``recall_hits`` (memory passages only) and the query-window phrase."""
+    hits, phrase = await recall_hits(mem, question, mode, k, lens, vector_weight=vector_weight, window=window, now=now)
+    return turn_ranking(hits), phrase
 
 
 async def recall_turn_ids(mem: Any, question: str, embedding: list[float] | None, mode: str, k: int,
@@ -360,9 +506,12 @@ async def recall_turn_ids(mem: Any, question: str, embedding: list[float] | None
 
 async def run_recall_mode(mem: Any, cs: Conversations, mode: str, *, k: int = MAX_RECALL_K,
                           vector_weight: float | None = None, window: dict[str, Any] | None = None,
-                          progress: Progress | None = None) -> RecallRun:
+                          progress: Progress | None = None, include: tuple[str, ...] = ("passages",),
+                          evidence: dict[str, list[str]] | None = None) -> RecallRun:
     """Every judged question in one mode, ``now`` = its conversation's last session;
-    a mode recall does not implement is reported, not raised."""
+    a mode recall does not implement is reported, not raised. ``rankings`` count k in
+    hits, ``turn_rankings`` in distinct turns (the same for turns alone: one passage
+    per turn); ``evidence`` maps observation hits to turns."""
     from amem_db.errors import NotImplementedMode
 
     run = RecallRun(mode)
@@ -371,12 +520,15 @@ async def run_recall_mode(mem: Any, cs: Conversations, mode: str, *, k: int = MA
     for i, (qid, q) in enumerate(cs.questions.items()):
         t0 = time.perf_counter()
         try:
-            ranking, phrase = await recall_question(mem, q.text, mode, k, lens_of(q.conversation), vector_weight=vector_weight,
-                                                    window=window, now=nows[q.conversation])
+            hits, phrase = await recall_hits(mem, q.text, mode, k, lens_of(q.conversation), vector_weight=vector_weight,
+                                             window=window, now=nows[q.conversation], include=include)
         except NotImplementedMode as exc:
             run.available, run.error = False, str(exc)
             break
         run.latency_ms.append((time.perf_counter() - t0) * 1000)
+        ranking = turn_ranking(hits, evidence, count="hits")
+        run.turn_rankings[qid] = turn_ranking(hits, evidence)
+        run.observations_top10[qid] = sum(observation_id_of(h) is not None for h in hits[:10])
         run.rankings[qid] = ranking
         if phrase is not None:
             run.windows[qid] = phrase
@@ -422,8 +574,17 @@ def recall_summary(cs: Conversations, run: ModeRun, metrics: list[str]) -> dict[
     by_category = {CATEGORY_NAMES.get(c, str(c)): {"category": c, "n": len(ids), **(evaluate(cs.qrels, run.rankings, metrics, ids) if ids else {})}
                    for c, ids in sorted(groups.items())}
     lat = run.latency_ms
+    turns = getattr(run, "turn_rankings", {})
+    in_turns = {"metrics": evaluate(cs.qrels, turns, metrics, judged) if judged else {},
+                "by_category": {CATEGORY_NAMES.get(c, str(c)): evaluate(cs.qrels, turns, metrics, ids)
+                                for c, ids in sorted(groups.items()) if ids}} if turns else None
+    obs = getattr(run, "observations_top10", {})
     return {
         "available": True,
+        # the same hits with k counted in distinct turns (see turn_ranking); None: not kept
+        "metrics_k_in_turns": in_turns,
+        # mean observation hits among a question's first 10 hits (0 without observations)
+        "observations_in_top10": statistics.fmean(obs.values()) if obs else 0.0,
         "metrics": evaluate(cs.qrels, run.rankings, metrics, judged) if judged else {m: float("nan") for m in metrics},
         "metrics_with_adversarial": evaluate(cs.qrels, run.rankings, metrics, list(cs.questions)),
         "by_category": by_category,
@@ -443,24 +604,32 @@ async def evaluate_conversations(cs: Conversations, embedder: Any, *, modes: lis
                                  speaker: str = "prefix-text", vector_weight: float | None = None,
                                  window: dict[str, Any] | None = None, url: str | None = None,
                                  db_dir: Path = DEFAULT_DB_DIR, fresh: bool = False,
-                                 progress: Progress | None = None) -> dict[str, Any]:
-    """Write (or reuse) the turns, recall every judged question in every mode, return the report dict."""
+                                 progress: Progress | None = None, observations: str | None = None,
+                                 observations_only: bool = False) -> dict[str, Any]:
+    """Write (or reuse) the turns (and the observations, if asked), recall every judged
+    question in every mode, return the report dict. Observations written as facts are
+    recalled with include facts and passages (the default); otherwise include is passages."""
     from amem_db.connection import close_quietly
 
     check_run(k, MAX_RECALL_K, "recall", modes, RECALL_MODES)
+    if observations is not None and observations not in OBSERVATION_KINDS:
+        raise ValueError(f"observations must be one of {', '.join(OBSERVATION_KINDS)}")
     metrics = metric_names(k)
+    include = ("facts", "passages") if observations == "facts" else ("passages",)
     started = time.perf_counter()
     prepared = await prepare_conversations(cs, embedder, speaker=speaker, url=url, db_dir=db_dir, fresh=fresh,
-                                           progress=progress)
+                                           progress=progress, observations=observations,
+                                           observations_only=observations_only)
     prepare_seconds = time.perf_counter() - started
     try:
         version = await prepared.mem.conn.version()
+        evidence = await stored_evidence(prepared.mem.conn) if observations is not None else {}
         summaries = {}
         for mode in modes:
             if progress:
                 progress("mode", {"mode": mode, "total": len(cs.questions)})
             run = await run_recall_mode(prepared.mem, cs, mode, k=k, vector_weight=vector_weight, window=window,
-                                        progress=progress)
+                                        progress=progress, include=include, evidence=evidence)
             summaries[mode] = recall_summary(cs, run, metrics)
         embedder_name = prepared.mem.embedder.name
         reference = recall_summary(cs, exact_knn_rankings(cs, prepared.mem.embedder, speaker=speaker, k=k), metrics)
@@ -472,6 +641,9 @@ async def evaluate_conversations(cs: Conversations, embedder: Any, *, modes: lis
         "conversations": cs.conversations, "corpus_documents": len(cs.turns), "turns": len(cs.turns),
         "queries": len(cs.questions), "metrics": metrics, "k": k, "speaker": speaker, "embedder": embedder_name,
         "vector_weight": vector_weight, "window": window or {},
+        "observations": None if observations is None else {
+            "as": observations, "only": observations_only, "file": OBSERVATIONS_FILE, "stored": len(evidence),
+            "include": list(include), "k_counts": "hits"},
         "now": {c: cs.last_session(c) for c in cs.conversations},
         "categories": {CATEGORY_NAMES.get(c, str(c)): len(ids) for c, ids in sorted(groups.items())},
         "adversarial_file": cs.adversarial_file, "adversarial_without_evidence": cs.adversarial_without_evidence,
@@ -499,16 +671,19 @@ def render_markdown(report: dict[str, Any]) -> str:
     ing, db = report["ingest"], report["database"]
     live = [m for m, s in modes.items() if s["available"]]
     lines = [f"# Evidence retrieval: {report['dataset']} ({report['split']} split, conversations {', '.join(report['conversations'])})", "",
-             f"- {report['turns']} turns written as memory passages (speaker {report['speaker']}, category knowledge, "
+             ("- the turns are not written (observations only); " if (report.get("observations") or {}).get("only")
+              else f"- {report['turns']} turns written as memory passages ") + f"(speaker {report['speaker']}, category knowledge, "
              f"one scope per conversation); {report['queries']} judged questions "
              + ", ".join(f"{n} {c}" for c, n in report["categories"].items())
              + f"; recall k = {report['k']}, include passages, lens = the question's conversation, vectorWeight = "
              + (f"{report['vector_weight']}" if report.get("vector_weight") is not None else "default (recall's own: 0.4)"),
              "- query windows: " + _window_line(report, live),
+             *([_observations_line(report["observations"])] if report.get("observations") else []),
              f"- embedder: {report['embedder']}; engine {report['engine']['version']}",
              f"- database: {db['url']} ({'cached' if db['cached'] else 'written now'}"
              + (f", {db['size_bytes'] / 1e6:.1f} MB on disk" if db.get("size_bytes") else "") + ")",
-             f"- write: {ing.get('written')} of {ing.get('turns')} turns -> {ing.get('passages')} passages in "
+             f"- write: {ing.get('written')} of {ing.get('turns')} {'requests' if report.get('observations') else 'turns'} -> "
+             f"{ing.get('passages')} passages" + (f", {ing.get('facts')} facts" if ing.get("facts") else "") + " in "
              f"{ing.get('seconds')} s (embedding {ing.get('embed_seconds')} s, engine {ing.get('engine_seconds')} s)",
              f"- this run: {report['timings']['total_seconds']} s (database ready after {report['timings']['prepare_seconds']} s)"]
     if report.get("adversarial_without_evidence"):
@@ -544,6 +719,13 @@ def render_markdown(report: dict[str, Any]) -> str:
               "(this run: one split). Recall@k here is the paper's definition (evidence turns in the top k / evidence "
               "turns, averaged over questions); docs/EVALUATION.md says what is and is not comparable."]
     return "\n".join(lines) + "\n"
+
+
+def _observations_line(obs: dict[str, Any]) -> str:
+    return (f"- observations: {obs['stored']} written as {obs['as']} "
+            + ("instead of the turns" if obs["only"] else "beside the turns")
+            + f" (recall include {', '.join(obs['include'])}); an observation hit credits its evidence turns at its rank, "
+              "each turn once at its best rank; k counts hits (metrics_k_in_turns in report.json: k counts distinct turns)")
 
 
 def _window_line(report: dict[str, Any], live: list[str]) -> str:
