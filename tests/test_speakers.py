@@ -246,6 +246,69 @@ async def test_a_forgotten_neighbour_is_not_lifted_and_modes_other_than_hybrid_i
     assert all(not h.get("adjacent") for h in bm25.trace["hits"])
 
 
+async def positions(mem, sc: str) -> dict[str, list]:
+    """{session_id: [(session_pos, session_key, text)]} of a scope's passages, by position."""
+    (rows,) = await mem.conn.query("SELECT session_id, session_pos, session_key, text FROM memory_chunk WHERE scopes CONTAINS $s "
+                                   "ORDER BY session_pos", {"s": sc})
+    out: dict[str, list] = {}
+    for r in rows:
+        out.setdefault(r.get("session_id"), []).append((r.get("session_pos"), r.get("session_key"), r["text"]))
+    return out
+
+
+async def test_a_passage_gets_its_place_in_its_session_at_write_time(mem):
+    sc = scope()
+    ws = await write_conversation(mem, sc, TURNS[:2])
+    # a batch continues the sessions it writes to, in request order; a write without session has none
+    reqs = [{"text": f"batch {i}", "scopes": [sc], "session_id": f"{sc}:{'session-1' if i % 2 == 0 else 'session-2'}"} for i in range(4)]
+    res = await mem.facts.write_many(reqs + [{"text": "no session", "scopes": [sc]}])
+    assert not res.errors
+    await mem.facts.write({"text": "Melanie: and one more", "scopes": [sc], "session_id": f"{sc}:session-1"})
+    got = await positions(mem, sc)
+    s1, s2 = f"{sc}:session-1", f"{sc}:session-2"
+    assert [(p, t) for p, _, t in got[s1]] == [(0, "Caroline: Hey Mel, good to see you again"), (1, "Melanie: Hi! What have you been up to lately?"),
+                                              (2, "batch 0"), (3, "batch 2"), (4, "Melanie: and one more")]
+    assert [(p, k, t) for p, k, t in got[s2]] == [(0, f"{s2}#0", "batch 1"), (1, f"{s2}#1", "batch 3")]
+    assert got[None] == [(None, None, "no session")]
+    assert ws[0].passages[0] != ws[1].passages[0]
+
+
+async def test_migration_0022_numbers_the_passages_written_before_in_write_order(tmp_path):
+    """Existing data: the passages of a session get the positions the old signal ordered them
+    by (created_at, then id); a passage written after the upgrade continues the session."""
+    from pathlib import Path
+
+    from helpers import make_target, older_release
+
+    from amem_db.connection import close_quietly, open_connection
+    from amem_db.migrator import Migrator
+
+    root = Path(__file__).resolve().parent.parent
+    before, old_surql = older_release(tmp_path, "0022")
+    # that release indexed session_id alone, and had no session_pos / session_key to index
+    idx = old_surql / "030_lookup_indexes.surql.j2"
+    idx.write_text("".join(line for line in idx.read_text().splitlines(keepends=True) if "session_key" not in line and "session_pos" not in line)
+                   + "DEFINE INDEX OVERWRITE memory_chunk_session ON memory_chunk FIELDS session_id;\n")
+    conn = await open_connection(make_target("m22"))
+    try:
+        await Migrator(conn, migrations_dir=before, surql_dir=old_surql).migrate({"embedding_dim": 384})
+        rows = [("b", "s1", "2024-01-01T00:00:02Z"), ("a", "s1", "2024-01-01T00:00:01Z"), ("c", "s1", "2024-01-01T00:00:02Z"),
+                ("x", "s2", "2024-01-01T00:00:05Z"), ("n", None, "2024-01-01T00:00:00Z")]
+        for key, session, at in rows:
+            await conn.query("CREATE type::record('memory_chunk', $k) CONTENT { text: $k, position: 0, char_start: 0, char_end: 1, "
+                             "write: $k, session_id: $s, scopes: ['conv/m'], created_at: <datetime> $at }", {"k": key, "s": session, "at": at})
+        await Migrator(conn, migrations_dir=root / "migrations", surql_dir=root / "surql").migrate({"embedding_dim": 384})
+        (got,) = await conn.query("SELECT VALUE [record::id(id), session_pos, session_key] FROM memory_chunk ORDER BY id")
+        assert got == [["a", 0, "s1#0"], ["b", 1, "s1#1"], ["c", 2, "s1#2"], ["n", None, None], ["x", 0, "s2#0"]]
+        (idx,) = await conn.query("INFO FOR TABLE memory_chunk")
+        assert "memory_chunk_session" not in idx["indexes"] and "memory_chunk_session_key" in idx["indexes"]
+        w = await hash_memory(conn).facts.write({"text": "after the upgrade", "scopes": ["conv/m"], "session_id": "s1"})
+        (pos,) = await conn.query(f"SELECT VALUE session_pos FROM {w.passages[0]}")
+        assert pos == [3]
+    finally:
+        await close_quietly(conn)
+
+
 @pytest.mark.parametrize("bad", [-0.1, 1.5, "high", True])
 @pytest.mark.parametrize(("arg", "key"), [("adjacent_weight", "adjacentWeight"), ("speaker_weight", "speakerWeight")])
 async def test_a_bad_adjacent_or_speaker_weight_is_refused(mem, arg, key, bad):
