@@ -325,6 +325,24 @@ async def test_a_batched_write_links_speakers_as_single_writes_do(mem):
     assert sorted(rid(r["out"]).split("/")[1] for r in rows) == ["caroline", "caroline", "melanie", "melanie"]
 
 
+async def test_a_speakers_own_entity_row_stays_out_of_the_text_legs_until_it_has_a_fact(mem):
+    sc = scope()
+    await write_conversation(mem, sc)
+    q = "What did Caroline research?"
+    for mode in ("hybrid", "bm25", "vector"):
+        resp = await mem.recall(q, mode=mode, k=10, lens=[[sc]], adjacent_weight=0)
+        assert "entity:person/caroline" not in {rid(h.id) for h in resp.hits}, mode
+    resp = await mem.recall(q, mode="bm25", k=10, lens=[[sc]])
+    assert resp.trace["legs"]["bm25"]["factlessEntities"] == 1
+    assert [s.name for s in resp.seed_entities] == ["Caroline"]
+    # a fact about her: her row is a fact-bearing entity like any other, and ranks again
+    await mem.facts.write({"triples": [{"entity": {"type": "person", "name": "Caroline"}, "key": "hobby", "value": "research"}],
+                           "scopes": [sc]})
+    resp = await mem.recall(q, mode="bm25", k=10, lens=[[sc]])
+    assert "entity:person/caroline" in {rid(h.id) for h in resp.hits}
+    assert "factlessEntities" not in resp.trace["legs"]["bm25"]
+
+
 # --- lever 1, in hybrid: the speaker signal (surql/465_speakers) -------------------------------
 
 async def test_the_speaker_signal_boosts_the_named_speakers_turns_by_its_formula(mem):
