@@ -157,8 +157,9 @@ async def test_without_speakers_graph_mode_has_nothing_to_walk(mem):
 async def test_in_hybrid_the_graph_leg_ranks_the_speakers_turns_in_the_fused_order(mem):
     sc = scope()
     ws = await write_conversation(mem, sc)
-    # with the speaker signal off (the default): on, the leg hands these passages to it (next test)
-    resp = await mem.recall("What did Caroline research?", k=10, include=["passages"], lens=[[sc]], adjacent_weight=0)
+    # with the speaker signal off (default 0.2): on, the leg hands these passages to it (next test)
+    resp = await mem.recall("What did Caroline research?", k=10, include=["passages"], lens=[[sc]], adjacent_weight=0,
+                            speaker_weight=0)
     assert resp.hits[0].id == ws[2].passages[0]
     graph = [h for h in resp.trace["hits"] if h.get("graph")]
     # every graph-ranked hit is one of Caroline's turns; the best of them ranks first in the leg
@@ -366,6 +367,15 @@ async def test_the_speaker_signal_boosts_the_named_speakers_turns_by_its_formula
     # the best of Caroline's turns now ranks above every turn of Melanie's
     ranks = [h.id for h in on.hits]
     assert min(ranks.index(p) for p in caroline & set(ranks)) < min(ranks.index(p) for p in set(ranks) - caroline)
+
+
+async def test_the_speaker_signal_is_on_by_default(mem):
+    sc = scope()
+    await write_conversation(mem, sc)
+    resp = await mem.recall("What did Caroline research?", k=10, include=["passages"], lens=[[sc]])
+    assert resp.trace["options"]["speakers"] == {"ran": True, "weight": pytest.approx(0.2)}
+    # the graph leg handed the turns over and found no other row: it leaves the attainable RRF
+    assert resp.trace["legs"]["graph"]["returned"] == 0 and resp.hits[0].score > 0.5
 
 
 async def test_explain_shows_the_speaker_row_and_the_window_decision_still_holds(mem):
