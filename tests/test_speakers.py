@@ -286,10 +286,9 @@ async def test_migration_0022_numbers_the_passages_written_before_in_write_order
 
     root = Path(__file__).resolve().parent.parent
     before, old_surql = older_release(tmp_path, "0022")
-    # that release indexed session_id alone, and had no session_pos / session_key to index
+    # that release indexed session_id alone (older_release drops the indexes of session_pos / session_key)
     idx = old_surql / "030_lookup_indexes.surql.j2"
-    idx.write_text("".join(line for line in idx.read_text().splitlines(keepends=True) if "session_key" not in line and "session_pos" not in line)
-                   + "DEFINE INDEX OVERWRITE memory_chunk_session ON memory_chunk FIELDS session_id;\n")
+    idx.write_text(idx.read_text() + "DEFINE INDEX OVERWRITE memory_chunk_session ON memory_chunk FIELDS session_id;\n")
     conn = await open_connection(make_target("m22"))
     try:
         await Migrator(conn, migrations_dir=before, surql_dir=old_surql).migrate({"embedding_dim": 384})
