@@ -92,20 +92,27 @@ def rel(who: str, key: str, target: str, *, ttype: str = "company", **fields: An
 def older_release(tmp_path: Path, before: str) -> tuple[Path, Path]:
     """migrations/ and surql/ as a release before migration ``before`` (e.g. "0017"): the
     later migrations removed, and the desired-state lines that name a table only they define
-    (``ALTER TABLE t``, ``... ON t``) dropped, since that release's surql/ did not have them."""
+    (``ALTER TABLE t``, ``... ON t``) or index a field only they define (``ON t FIELDS f``)
+    dropped, since that release's surql/ did not have them."""
     from amem_db.migrator import bundled_dir, render_dir
 
     mig, surql = tmp_path / "migrations", tmp_path / "surql"
     shutil.copytree(bundled_dir("migrations"), mig)
     shutil.copytree(bundled_dir("surql"), surql)
     defined = re.compile(r"DEFINE TABLE (?:OVERWRITE |IF NOT EXISTS )?(\w+)")
-    kept, later = set(), set()
+    field = re.compile(r"DEFINE FIELD (?:OVERWRITE |IF NOT EXISTS )?(\w+) ON (?:TABLE )?(\w+)")
+    kept, later, kept_fields, later_fields = set(), set(), set(), set()
     for script in render_dir(mig, "migration", {}):  # rendered: tables named in jinja loops count too
         (later if script.key >= before else kept).update(defined.findall(script.text))
+        (later_fields if script.key >= before else kept_fields).update(field.findall(script.text))
         if script.key >= before:
             (mig / script.path.name).unlink()
     new = later - kept
-    names = re.compile(rf"(?:ALTER TABLE|\bON) ({'|'.join(sorted(new))})\b") if new else None
+    # an index over a field only a later migration defines (DEFINE INDEX ... ON t FIELDS f) goes too
+    new_fields = {(f, t) for f, t in later_fields - kept_fields if t not in new}
+    pats = ([rf"(?:ALTER TABLE|\bON) ({'|'.join(sorted(new))})\b"] if new else []) + [
+        rf"\bON {t} FIELDS [^;]*\b{f}\b" for f, t in sorted(new_fields)]
+    names = re.compile("|".join(pats)) if pats else None
     for p in surql.glob("*.j2") if names else []:
         p.write_text("".join(line for line in p.read_text().splitlines(keepends=True) if not names.search(line)))
     return mig, surql

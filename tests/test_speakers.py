@@ -157,8 +157,9 @@ async def test_without_speakers_graph_mode_has_nothing_to_walk(mem):
 async def test_in_hybrid_the_graph_leg_ranks_the_speakers_turns_in_the_fused_order(mem):
     sc = scope()
     ws = await write_conversation(mem, sc)
-    # with the speaker signal off (the default): on, the leg hands these passages to it (next test)
-    resp = await mem.recall("What did Caroline research?", k=10, include=["passages"], lens=[[sc]], adjacent_weight=0)
+    # with the speaker signal off (default 0.2): on, the leg hands these passages to it (next test)
+    resp = await mem.recall("What did Caroline research?", k=10, include=["passages"], lens=[[sc]], adjacent_weight=0,
+                            speaker_weight=0)
     assert resp.hits[0].id == ws[2].passages[0]
     graph = [h for h in resp.trace["hits"] if h.get("graph")]
     # every graph-ranked hit is one of Caroline's turns; the best of them ranks first in the leg
@@ -246,6 +247,68 @@ async def test_a_forgotten_neighbour_is_not_lifted_and_modes_other_than_hybrid_i
     assert all(not h.get("adjacent") for h in bm25.trace["hits"])
 
 
+async def positions(mem, sc: str) -> dict[str, list]:
+    """{session_id: [(session_pos, session_key, text)]} of a scope's passages, by position."""
+    (rows,) = await mem.conn.query("SELECT session_id, session_pos, session_key, text FROM memory_chunk WHERE scopes CONTAINS $s "
+                                   "ORDER BY session_pos", {"s": sc})
+    out: dict[str, list] = {}
+    for r in rows:
+        out.setdefault(r.get("session_id"), []).append((r.get("session_pos"), r.get("session_key"), r["text"]))
+    return out
+
+
+async def test_a_passage_gets_its_place_in_its_session_at_write_time(mem):
+    sc = scope()
+    ws = await write_conversation(mem, sc, TURNS[:2])
+    # a batch continues the sessions it writes to, in request order; a write without session has none
+    reqs = [{"text": f"batch {i}", "scopes": [sc], "session_id": f"{sc}:{'session-1' if i % 2 == 0 else 'session-2'}"} for i in range(4)]
+    res = await mem.facts.write_many(reqs + [{"text": "no session", "scopes": [sc]}])
+    assert not res.errors
+    await mem.facts.write({"text": "Melanie: and one more", "scopes": [sc], "session_id": f"{sc}:session-1"})
+    got = await positions(mem, sc)
+    s1, s2 = f"{sc}:session-1", f"{sc}:session-2"
+    assert [(p, t) for p, _, t in got[s1]] == [(0, "Caroline: Hey Mel, good to see you again"), (1, "Melanie: Hi! What have you been up to lately?"),
+                                              (2, "batch 0"), (3, "batch 2"), (4, "Melanie: and one more")]
+    assert [(p, k, t) for p, k, t in got[s2]] == [(0, f"{s2}#0", "batch 1"), (1, f"{s2}#1", "batch 3")]
+    assert got[None] == [(None, None, "no session")]
+    assert ws[0].passages[0] != ws[1].passages[0]
+
+
+async def test_migration_0022_numbers_the_passages_written_before_in_write_order(tmp_path):
+    """Existing data: the passages of a session get the positions the old signal ordered them
+    by (created_at, then id); a passage written after the upgrade continues the session."""
+    from pathlib import Path
+
+    from helpers import make_target, older_release
+
+    from amem_db.connection import close_quietly, open_connection
+    from amem_db.migrator import Migrator
+
+    root = Path(__file__).resolve().parent.parent
+    before, old_surql = older_release(tmp_path, "0022")
+    # that release indexed session_id alone (older_release drops the indexes of session_pos / session_key)
+    idx = old_surql / "030_lookup_indexes.surql.j2"
+    idx.write_text(idx.read_text() + "DEFINE INDEX OVERWRITE memory_chunk_session ON memory_chunk FIELDS session_id;\n")
+    conn = await open_connection(make_target("m22"))
+    try:
+        await Migrator(conn, migrations_dir=before, surql_dir=old_surql).migrate({"embedding_dim": 384})
+        rows = [("b", "s1", "2024-01-01T00:00:02Z"), ("a", "s1", "2024-01-01T00:00:01Z"), ("c", "s1", "2024-01-01T00:00:02Z"),
+                ("x", "s2", "2024-01-01T00:00:05Z"), ("n", None, "2024-01-01T00:00:00Z")]
+        for key, session, at in rows:
+            await conn.query("CREATE type::record('memory_chunk', $k) CONTENT { text: $k, position: 0, char_start: 0, char_end: 1, "
+                             "write: $k, session_id: $s, scopes: ['conv/m'], created_at: <datetime> $at }", {"k": key, "s": session, "at": at})
+        await Migrator(conn, migrations_dir=root / "migrations", surql_dir=root / "surql").migrate({"embedding_dim": 384})
+        (got,) = await conn.query("SELECT VALUE [record::id(id), session_pos, session_key] FROM memory_chunk ORDER BY id")
+        assert got == [["a", 0, "s1#0"], ["b", 1, "s1#1"], ["c", 2, "s1#2"], ["n", None, None], ["x", 0, "s2#0"]]
+        (idx,) = await conn.query("INFO FOR TABLE memory_chunk")
+        assert "memory_chunk_session" not in idx["indexes"] and "memory_chunk_session_key" in idx["indexes"]
+        w = await hash_memory(conn).facts.write({"text": "after the upgrade", "scopes": ["conv/m"], "session_id": "s1"})
+        (pos,) = await conn.query(f"SELECT VALUE session_pos FROM {w.passages[0]}")
+        assert pos == [3]
+    finally:
+        await close_quietly(conn)
+
+
 @pytest.mark.parametrize("bad", [-0.1, 1.5, "high", True])
 @pytest.mark.parametrize(("arg", "key"), [("adjacent_weight", "adjacentWeight"), ("speaker_weight", "speakerWeight")])
 async def test_a_bad_adjacent_or_speaker_weight_is_refused(mem, arg, key, bad):
@@ -260,6 +323,24 @@ async def test_a_batched_write_links_speakers_as_single_writes_do(mem):
     assert not res.errors and res.passages == 4
     (rows,) = await mem.conn.query("SELECT in, out FROM mentions WHERE char_start = NONE AND scopes CONTAINS $s", {"s": sc})
     assert sorted(rid(r["out"]).split("/")[1] for r in rows) == ["caroline", "caroline", "melanie", "melanie"]
+
+
+async def test_a_speakers_own_entity_row_stays_out_of_the_text_legs_until_it_has_a_fact(mem):
+    sc = scope()
+    await write_conversation(mem, sc)
+    q = "What did Caroline research?"
+    for mode in ("hybrid", "bm25", "vector"):
+        resp = await mem.recall(q, mode=mode, k=10, lens=[[sc]], adjacent_weight=0)
+        assert "entity:person/caroline" not in {rid(h.id) for h in resp.hits}, mode
+    resp = await mem.recall(q, mode="bm25", k=10, lens=[[sc]])
+    assert resp.trace["legs"]["bm25"]["factlessEntities"] == 1
+    assert [s.name for s in resp.seed_entities] == ["Caroline"]
+    # a fact about her: her row is a fact-bearing entity like any other, and ranks again
+    await mem.facts.write({"triples": [{"entity": {"type": "person", "name": "Caroline"}, "key": "hobby", "value": "research"}],
+                           "scopes": [sc]})
+    resp = await mem.recall(q, mode="bm25", k=10, lens=[[sc]])
+    assert "entity:person/caroline" in {rid(h.id) for h in resp.hits}
+    assert "factlessEntities" not in resp.trace["legs"]["bm25"]
 
 
 # --- lever 1, in hybrid: the speaker signal (surql/465_speakers) -------------------------------
@@ -285,6 +366,15 @@ async def test_the_speaker_signal_boosts_the_named_speakers_turns_by_its_formula
     # the best of Caroline's turns now ranks above every turn of Melanie's
     ranks = [h.id for h in on.hits]
     assert min(ranks.index(p) for p in caroline & set(ranks)) < min(ranks.index(p) for p in set(ranks) - caroline)
+
+
+async def test_the_speaker_signal_is_on_by_default(mem):
+    sc = scope()
+    await write_conversation(mem, sc)
+    resp = await mem.recall("What did Caroline research?", k=10, include=["passages"], lens=[[sc]])
+    assert resp.trace["options"]["speakers"] == {"ran": True, "weight": pytest.approx(0.2)}
+    # the graph leg handed the turns over and found no other row: it leaves the attainable RRF
+    assert resp.trace["legs"]["graph"]["returned"] == 0 and resp.hits[0].score > 0.5
 
 
 async def test_explain_shows_the_speaker_row_and_the_window_decision_still_holds(mem):

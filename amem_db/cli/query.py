@@ -228,7 +228,7 @@ async def recall(
     strict_window: bool = typer.Option(False, "--strict-window", help="keep only rows in the query window (default: boost them)"),
     window_weight: float | None = typer.Option(None, "--window-weight", help="boost of rows in the query window, 0..10"),
     adjacent_weight: float | None = typer.Option(None, "--adjacent-weight", help="share of a strong memory passage's score its session neighbours get (hybrid; default 0.4, 0 = off)"),
-    speaker_weight: float | None = typer.Option(None, "--speaker-weight", help="boost of memory passages linked to an entity the query names, e.g. their speaker (hybrid; 0 = off)"),
+    speaker_weight: float | None = typer.Option(None, "--speaker-weight", help="boost of memory passages linked to an entity the query names, e.g. their speaker (hybrid; default 0.2, 0 = off)"),
     reuse: bool = typer.Option(False, "--reuse", help="tier 2: return a stored answer (mem.answers.remember) that still holds"),
     confidence_floor: float | None = typer.Option(None, "--confidence-floor", help="tier 4 runs when the best fused score is under it (default 0.40)"),
     no_ladder: bool = typer.Option(False, "--no-ladder", help="tier 3 alone: no key reads (tier 1), no escalation (tier 4)"),

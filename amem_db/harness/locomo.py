@@ -76,8 +76,8 @@ SCOPE_ROOT = "locomo"
 # NOT the numbered list of the paper's section 4.1
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 PAPER_COLUMN_ORDER = (4, 1, 2, 3, 5)  # the paper's tables: single-hop first
-# prefix: "Caroline: ..." and the write's speaker (a person entity with a mentions edge
-# to the turn); prefix-text: the prefix alone (no entity, before issue 26); entity: the
+# prefix (the default since issue 26): "Caroline: ..." and the write's speaker (a person entity
+# with a mentions edge to the turn); prefix-text: the prefix alone (no entity); entity: the
 # bare text with the speaker entity; none: the bare text alone
 SPEAKER_MODES = ("prefix", "prefix-text", "entity", "none")
 RECALL_MODES = ("bm25", "vector", "hybrid", "graph")
@@ -259,17 +259,14 @@ def lens_of(conversation: str) -> list[list[str]]:
     return [[conversation_scope(conversation)]]
 
 
-def turn_request(turn: Turn, *, speaker: str = "prefix-text") -> dict[str, Any]:
-    """The memory write of one turn. The default, ``prefix-text``, writes "Caroline: ...":
-    with the speaker entities of ``prefix`` hybrid R@10 on LoCoMo dev is lower at recall's
-    defaults (75.4 without, 71.0 with; 74.5 with speakerWeight 0.2: the entities' own rows
-    take ranks in the text legs; docs/EVALUATION.md "LoCoMo levers (issue 26)"), so they
-    stay opt-in.
-    ``speaker="prefix"`` writes "Caroline: ..." and
+def turn_request(turn: Turn, *, speaker: str = "prefix") -> dict[str, Any]:
+    """The memory write of one turn. The default, ``prefix``, writes "Caroline: ..." and
     gives the write its ``speaker`` (a person entity linked to the turn) because the
     questions name the person ("What did Caroline research?") while a turn rarely
     names its own speaker; the paper's dialog unit carries it too
-    ('Caroline said, "..."'). ``category`` knowledge: the default, context,
+    ('Caroline said, "..."'). On LoCoMo dev hybrid R@10 75.1 without the entities
+    (``prefix-text``), 76.8 with them (recall's speakerWeight 0.2; docs/EVALUATION.md
+    "LoCoMo levers (issue 26)"). ``category`` knowledge: the default, context,
     stops being current 7 days after ``observed_at``."""
     if speaker not in SPEAKER_MODES:
         raise ValueError(f"speaker must be one of {', '.join(SPEAKER_MODES)}")
@@ -373,7 +370,7 @@ async def write_turns(mem: Any, requests: list[dict[str, Any]], *, batch_size: i
             "embed_seconds": round(embed_s, 2), "engine_seconds": round(engine_s, 2)}
 
 
-async def prepare_conversations(cs: Conversations, embedder: Any, *, speaker: str = "prefix-text", url: str | None = None,
+async def prepare_conversations(cs: Conversations, embedder: Any, *, speaker: str = "prefix", url: str | None = None,
                                 db_dir: Path = DEFAULT_DB_DIR, fresh: bool = False,
                                 progress: Progress | None = None, observations: str | None = None,
                                 observations_only: bool = False) -> Prepared:
@@ -539,7 +536,7 @@ async def run_recall_mode(mem: Any, cs: Conversations, mode: str, *, k: int = MA
     return run
 
 
-def exact_knn_rankings(cs: Conversations, embedder: Any, *, speaker: str = "prefix-text", k: int = MAX_RECALL_K) -> ModeRun:
+def exact_knn_rankings(cs: Conversations, embedder: Any, *, speaker: str = "prefix", k: int = MAX_RECALL_K) -> ModeRun:
     """A reference outside the product: exact cosine top-k over the question's
     conversation with the same embedder and the same passage texts (numpy, the
     vectors come from the embedding cache). It separates what the model can do
@@ -601,7 +598,7 @@ def recall_summary(cs: Conversations, run: ModeRun, metrics: list[str]) -> dict[
 
 
 async def evaluate_conversations(cs: Conversations, embedder: Any, *, modes: list[str], k: int = MAX_RECALL_K,
-                                 speaker: str = "prefix-text", vector_weight: float | None = None,
+                                 speaker: str = "prefix", vector_weight: float | None = None,
                                  window: dict[str, Any] | None = None, url: str | None = None,
                                  db_dir: Path = DEFAULT_DB_DIR, fresh: bool = False,
                                  progress: Progress | None = None, observations: str | None = None,
