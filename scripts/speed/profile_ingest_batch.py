@@ -91,8 +91,8 @@ DEFINE FUNCTION OVERWRITE fn::prof::batch($items: array) -> object {
     RETURN fn::prof::write($items.map(|$it, $i| fn::amem::ingest::plan($it, $now, $i)).filter(|$x| !$x.unchanged), $items, $t0);
 } PERMISSIONS FULL;
 DEFINE FUNCTION OVERWRITE fn::prof::write($write: array, $items: array, $t0: datetime) -> object {""" + WRITE_STEPS
-# since issue 25 session 13 the vectors are checked over the batch (ingest::check_vectors) and
-# the summary vectors computed before the write, by item index: the plan stage includes both
+# since issue 25 session 13 the batch checks the vectors' dimensions as it computes the summary
+# vectors (documents::summary), before the write, by item index: the plan stage includes both
 BATCH_CHECKED = """
 DEFINE FUNCTION OVERWRITE fn::prof::batch($items: array) -> object {
     LET $t0 = time::now();
@@ -100,10 +100,9 @@ DEFINE FUNCTION OVERWRITE fn::prof::batch($items: array) -> object {
     RETURN fn::prof::run($items.map(|$it, $i| fn::amem::ingest::plan($it, $now, $i)), $items, $t0);
 } PERMISSIONS FULL;
 DEFINE FUNCTION OVERWRITE fn::prof::run($plan: array, $items: array, $t0: datetime) -> object {
-    fn::amem::ingest::check_vectors($plan, $items);
+    FOR $m IN array::distinct($plan.filter(|$x| !$x.unchanged AND $x.model != NONE).map(|$x| $x.model)) { fn::amem::documents::check_model($m) };
     RETURN fn::prof::write($plan.filter(|$x| !$x.unchanged), $items, $t0,
-        array::transpose([$plan, $items]).map(|$pi| IF $pi[0].unchanged { NONE } ELSE {
-            fn::amem::documents::mean_vector(array::concat($pi[1].vectors.chunks ?? [], $pi[1].vectors.audio ?? [])) }));
+        array::transpose([$plan.map(|$x| $x.unchanged), $items]).map(|$pi| IF $pi[0] { NONE } ELSE { fn::amem::documents::summary($pi[1].vectors) }));
 } PERMISSIONS FULL;
 DEFINE FUNCTION OVERWRITE fn::prof::write($write: array, $items: array, $t0: datetime, $summaries: array) -> object {""" + WRITE_STEPS
 COUNTS = """
@@ -155,7 +154,7 @@ async def main() -> None:
     fields = f"fn::amem::documents::fields($x.d, $x.p, {vec}, $x.hash)"
     if "ingest::write" in str(info):
         shape, children = BATCH_BY_ARGUMENT, CHILDREN_SET
-    if "ingest::check_vectors" in str(info):
+    if "documents::summary" in str(info):
         shape, fields = BATCH_CHECKED, "fn::amem::documents::fields($x.d, $x.p, $x.model, $summaries[$x.i], $x.hash)"
     await conn.query((PREPARE + COUNTS + shape.replace("%CHILDREN%", children).replace("%ATTACH%", attach).replace("%LINKS%", links))
                      .replace("%PLAN%", plan).replace("%FIELDS%", fields).replace("%VEC%", vec))
