@@ -97,7 +97,9 @@ BATCH_CHECKED = """
 DEFINE FUNCTION OVERWRITE fn::prof::batch($items: array) -> object {
     LET $t0 = time::now();
     LET $now = time::now();
-    RETURN fn::prof::run($items.map(|$it, $i| fn::amem::ingest::plan($it, $now, $i)), $items, $t0);
+    LET $sources = $items.map(|$it| $it.doc.source).filter(|$s| type::is_string($s));
+    LET $known = IF array::len($sources) = 0 { [] } ELSE { SELECT id, source, content_hash, geometry, title FROM document WHERE source IN $sources };
+    RETURN fn::prof::run($items.map(|$it, $i| fn::amem::ingest::plan($it, $now, $i, $known)), $items, $t0);
 } PERMISSIONS FULL;
 DEFINE FUNCTION OVERWRITE fn::prof::run($plan: array, $items: array, $t0: datetime) -> object {
     FOR $m IN array::distinct($plan.filter(|$x| !$x.unchanged AND $x.model != NONE).map(|$x| $x.model)) { fn::amem::documents::check_model($m) };
@@ -116,6 +118,14 @@ LINKS_ALL = "FOR $x IN $write { fn::amem::documents::link($x.id) };"
 # since issue 25 the batch skips documents that have no links to make (surql/255_ingest)
 LINKS_GUARDED = """FOR $x IN $write {
         LET $key = IF $x.d.source != NONE { fn::amem::documents::link_key($x.d.source) } ELSE { NONE };
+        LET $named = $key != NONE AND array::len(SELECT VALUE id FROM document WHERE link_keys CONTAINS $key LIMIT 1) > 0;
+        IF $x.replaces OR array::len($x.d.links) > 0 OR $named { fn::amem::documents::link($x.id) };
+    };"""
+# since issue 25 session 13 one statement asks first whether any document names a key of the batch
+LINKS_ONE = """LET $keys = $write.filter(|$x| $x.d.source != NONE).map(|$x| fn::amem::documents::link_key($x.d.source));
+    LET $any_named = array::len($keys) > 0 AND array::len(SELECT VALUE id FROM document WHERE link_keys CONTAINSANY $keys LIMIT 1) > 0;
+    FOR $x IN $write {
+        LET $key = IF $any_named AND $x.d.source != NONE { fn::amem::documents::link_key($x.d.source) } ELSE { NONE };
         LET $named = $key != NONE AND array::len(SELECT VALUE id FROM document WHERE link_keys CONTAINS $key LIMIT 1) > 0;
         IF $x.replaces OR array::len($x.d.links) > 0 OR $named { fn::amem::documents::link($x.id) };
     };"""
@@ -145,6 +155,8 @@ async def main() -> None:
     info = await conn.query("INFO FOR DB")
     children = CHILDREN_SET if "ingest::children" in str(info) else CHILDREN_LOOP
     links = LINKS_GUARDED if "$named" in str(info) else LINKS_ALL
+    if "$any_named" in str(info):
+        links = LINKS_ONE
     attach = ATTACH_NOVEC if os.environ.get("PROF_NOKWVEC") else "fn::amem::ingest::attach($write);"
     # since issue 25 (2nd pass) the plan holds the item's index, not its vectors: they are read from $items where written
     by_index = "ingest::vectors" in str(info)
