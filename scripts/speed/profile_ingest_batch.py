@@ -121,14 +121,6 @@ LINKS_GUARDED = """FOR $x IN $write {
         LET $named = $key != NONE AND array::len(SELECT VALUE id FROM document WHERE link_keys CONTAINS $key LIMIT 1) > 0;
         IF $x.replaces OR array::len($x.d.links) > 0 OR $named { fn::amem::documents::link($x.id) };
     };"""
-# since issue 25 session 13 one statement asks first whether any document names a key of the batch
-LINKS_ONE = """LET $keys = $write.filter(|$x| $x.d.source != NONE).map(|$x| fn::amem::documents::link_key($x.d.source));
-    LET $any_named = array::len($keys) > 0 AND array::len(SELECT VALUE id FROM document WHERE link_keys CONTAINSANY $keys LIMIT 1) > 0;
-    FOR $x IN $write {
-        LET $key = IF $any_named AND $x.d.source != NONE { fn::amem::documents::link_key($x.d.source) } ELSE { NONE };
-        LET $named = $key != NONE AND array::len(SELECT VALUE id FROM document WHERE link_keys CONTAINS $key LIMIT 1) > 0;
-        IF $x.replaces OR array::len($x.d.links) > 0 OR $named { fn::amem::documents::link($x.id) };
-    };"""
 CHILDREN_LOOP = "FOR $x IN $write { fn::amem::documents::write_children($x.id, $x.d, $x.p, %VEC%) };"
 CHILDREN_SET = "fn::amem::ingest::children($write, $items);"
 
@@ -155,8 +147,6 @@ async def main() -> None:
     info = await conn.query("INFO FOR DB")
     children = CHILDREN_SET if "ingest::children" in str(info) else CHILDREN_LOOP
     links = LINKS_GUARDED if "$named" in str(info) else LINKS_ALL
-    if "$any_named" in str(info):
-        links = LINKS_ONE
     attach = ATTACH_NOVEC if os.environ.get("PROF_NOKWVEC") else "fn::amem::ingest::attach($write);"
     # since issue 25 (2nd pass) the plan holds the item's index, not its vectors: they are read from $items where written
     by_index = "ingest::vectors" in str(info)
