@@ -293,8 +293,8 @@ async def test_a_record_user_gets_no_say_over_the_chunks(dev_server):
         conn = t.conns["writer"]
         p, item = await forged_item(conn, "sealed-ru")
         item["doc"]["scopes"] = ["org/a"]
-        (seal,) = await t.root.query("RETURN fn::amem::ingest::seal(fn::amem::documents::check($doc), crypto::sha256($doc.text), $c)",
-                                     {"doc": item["doc"], "c": item["chunks"]})
+        (seal,) = await t.root.query("RETURN fn::amem::ingest::seal(fn::amem::documents::check($doc), crypto::sha256($doc.text), $c, $k)",
+                                     {"doc": item["doc"], "c": item["chunks"], "k": item["keywords"]})
         root_item = item | {"seal": seal, "doc": item["doc"] | {"source": "root-forged", "scopes": []}}
         (ok,) = await call(t.root, "fn::amem::ingest::batch", [root_item])
         assert ok["document"]["chunk_count"] == 1  # root may: it could write any chunk row anyway

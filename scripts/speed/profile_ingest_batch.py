@@ -55,7 +55,7 @@ DEFINE FUNCTION OVERWRITE fn::prof::prepare($doc: object) -> object {
 # filled in main() for the tree being profiled)
 WRITE_STEPS = """
     LET $t1 = time::now();
-    INSERT INTO document $write.map(|$x| object::extend(fn::amem::documents::fields($x.d, $x.p, %VEC%, $x.hash), { id: $x.id })) RETURN NONE;
+    INSERT INTO document $write.map(|$x| object::extend(%FIELDS%, { id: $x.id })) RETURN NONE;
     LET $t2 = time::now();
     %CHILDREN%
     LET $t3 = time::now();
@@ -91,6 +91,22 @@ DEFINE FUNCTION OVERWRITE fn::prof::batch($items: array) -> object {
     RETURN fn::prof::write($items.map(|$it, $i| fn::amem::ingest::plan($it, $now, $i)).filter(|$x| !$x.unchanged), $items, $t0);
 } PERMISSIONS FULL;
 DEFINE FUNCTION OVERWRITE fn::prof::write($write: array, $items: array, $t0: datetime) -> object {""" + WRITE_STEPS
+# since issue 25 session 13 the batch checks the vectors' dimensions as it computes the summary
+# vectors (documents::summary), before the write, by item index: the plan stage includes both
+BATCH_CHECKED = """
+DEFINE FUNCTION OVERWRITE fn::prof::batch($items: array) -> object {
+    LET $t0 = time::now();
+    LET $now = time::now();
+    LET $sources = $items.map(|$it| $it.doc.source).filter(|$s| type::is_string($s));
+    LET $known = IF array::len($sources) = 0 { [] } ELSE { SELECT id, source, content_hash, geometry, title FROM document WHERE source IN $sources };
+    RETURN fn::prof::run($items.map(|$it, $i| fn::amem::ingest::plan($it, $now, $i, $known)), $items, $t0);
+} PERMISSIONS FULL;
+DEFINE FUNCTION OVERWRITE fn::prof::run($plan: array, $items: array, $t0: datetime) -> object {
+    FOR $m IN array::distinct($plan.filter(|$x| !$x.unchanged AND $x.model != NONE).map(|$x| $x.model)) { fn::amem::documents::check_model($m) };
+    RETURN fn::prof::write($plan.filter(|$x| !$x.unchanged), $items, $t0,
+        array::transpose([$plan.map(|$x| $x.unchanged), $items]).map(|$pi| IF $pi[0] { NONE } ELSE { fn::amem::documents::summary($pi[1].vectors) }));
+} PERMISSIONS FULL;
+DEFINE FUNCTION OVERWRITE fn::prof::write($write: array, $items: array, $t0: datetime, $summaries: array) -> object {""" + WRITE_STEPS
 COUNTS = """
 DEFINE FUNCTION OVERWRITE fn::prof::counts() -> array {
     RETURN [count(SELECT id FROM keyword), count(SELECT id FROM keyword WHERE embedding != NONE), count(SELECT id FROM amem_index_write)];
@@ -137,10 +153,13 @@ async def main() -> None:
     plan = "$items.map(|$it, $i| fn::amem::ingest::plan($it, $now, $i))" if by_index else "$items.map(|$it| fn::amem::ingest::plan($it, $now))"
     vec = "fn::amem::ingest::vectors($items[$x.i].vectors)" if by_index else "$x.v"
     shape = BATCH
+    fields = f"fn::amem::documents::fields($x.d, $x.p, {vec}, $x.hash)"
     if "ingest::write" in str(info):
         shape, children = BATCH_BY_ARGUMENT, CHILDREN_SET
+    if "documents::summary" in str(info):
+        shape, fields = BATCH_CHECKED, "fn::amem::documents::fields($x.d, $x.p, $x.model, $summaries[$x.i], $x.hash)"
     await conn.query((PREPARE + COUNTS + shape.replace("%CHILDREN%", children).replace("%ATTACH%", attach).replace("%LINKS%", links))
-                     .replace("%PLAN%", plan).replace("%VEC%", vec))
+                     .replace("%PLAN%", plan).replace("%FIELDS%", fields).replace("%VEC%", vec))
     sums: dict[str, float] = defaultdict(float)
     t_prep = t_store = t_floor = 0.0
     n_chunks = n_kw = n_docs = 0
