@@ -19,6 +19,7 @@ import ctypes
 import random
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -42,7 +43,7 @@ def rss_mb(field: str = "VmRSS:") -> float:
 async def main(n: int, variant: str) -> None:
     from surrealdb import AsyncSurreal
 
-    path = Path("/tmp/repro-rss") / variant
+    path = Path(tempfile.gettempdir()) / "repro-rss" / variant
     shutil.rmtree(path, ignore_errors=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     url = f"surrealkv://{path}{sys.argv[3] if len(sys.argv) > 3 else ''}"  # e.g. ?surrealkv_max_memtable_size=...

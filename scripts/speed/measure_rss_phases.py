@@ -14,6 +14,7 @@ import asyncio
 import os
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -50,7 +51,7 @@ async def main(n: int, data: str, with_memory: bool) -> None:
     phase("start")
     rows, vecs, qtexts, qvecs, _ = corpus_of(data_dir, n)
     phase("bench data in Python")
-    db_path = Path(os.environ.get("RSS_DB", "/tmp/rss-phases")) / f"amem-{n}"
+    db_path = Path(os.environ.get("RSS_DB") or Path(tempfile.gettempdir()) / "rss-phases") / f"amem-{n}"
     shutil.rmtree(db_path, ignore_errors=True)
     target = Target(url=f"surrealkv://{db_path}", ns="bench", db="b")
     db = Reopener(target, await open_connection(target))
