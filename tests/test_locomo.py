@@ -90,12 +90,12 @@ def test_loader_reads_the_split_its_categories_and_the_adversarial_evidence(slic
 
 def test_a_turn_becomes_one_scoped_knowledge_write():
     t = locomo.Turn("conv-1:D2:1", "conv-1", 2, "Ann", "2023-06-01T10:00:00Z", "Pixel knocked it over.")
-    # the default (issue 26): "Speaker: text" with the speaker entity
+    # the default: "Speaker: text", no speaker entity (opt-in: its graph walk costs latency, issue 26)
     assert locomo.turn_request(t) == {
         "text": "Ann: Pixel knocked it over.", "observed_at": "2023-06-01T10:00:00Z", "session_id": "conv-1:session-2",
         "role": "user", "source": {"kind": "turn", "ref": "conv-1:D2:1"}, "scopes": ["locomo/conv-1"],
-        "category": "knowledge", "speaker": "Ann"}
-    assert "speaker" not in locomo.turn_request(t, speaker="prefix-text")
+        "category": "knowledge"}
+    assert locomo.turn_request(t, speaker="prefix")["speaker"] == "Ann"
     # the prefix with the entity, the speaker entity without the prefix, neither
     assert {k: locomo.turn_request(t, speaker=k)["text"] for k in ("prefix", "entity", "none")} == {
         "prefix": "Ann: Pixel knocked it over.", "entity": "Pixel knocked it over.", "none": "Pixel knocked it over."}

@@ -83,10 +83,10 @@ async def eval_command(
     graph_weight: float | None = typer.Option(None, help="conversations only: recall's graphWeight (the graph leg's RRF weight in hybrid)"),
     speaker_weight: float | None = typer.Option(None, help="conversations only: recall's speakerWeight (the boost of turns "
                                                 "linked to a person the question names; 0 = off)"),
-    speaker: str = typer.Option("prefix", help="conversations only: prefix (the default) writes each turn as 'Speaker: text' "
-                                "with the speaker as the write's speaker entity (hybrid R@10 on LoCoMo dev 75.1 -> 76.8: "
-                                "issue 26); prefix-text: the prefix alone; entity: the bare text with the speaker "
-                                "entity; none: the bare text alone"),
+    speaker: str = typer.Option("prefix-text", help="conversations only: prefix-text (the default) writes each turn as "
+                                "'Speaker: text'; prefix: the same with the speaker as the write's speaker entity (hybrid "
+                                "R@10 on LoCoMo dev 75.1 -> 76.8, recall ~2x slower: issue 26); entity: the bare text with "
+                                "the speaker entity; none: the bare text alone"),
     observations: str | None = typer.Option(None, help="conversations only: also write observations.jsonl (the dataset's "
                                             "LLM-written observations, each with its evidence turns) beside the turns, "
                                             "as 'passages' (knowledge memory passages) or 'facts' (an attribute "

@@ -259,15 +259,16 @@ def lens_of(conversation: str) -> list[list[str]]:
     return [[conversation_scope(conversation)]]
 
 
-def turn_request(turn: Turn, *, speaker: str = "prefix") -> dict[str, Any]:
-    """The memory write of one turn. The default, ``prefix``, writes "Caroline: ..." and
-    gives the write its ``speaker`` (a person entity linked to the turn) because the
-    questions name the person ("What did Caroline research?") while a turn rarely
-    names its own speaker; the paper's dialog unit carries it too
-    ('Caroline said, "..."'). On LoCoMo dev hybrid R@10 75.1 without the entities
-    (``prefix-text``), 76.8 with them (recall's speakerWeight 0.2; docs/EVALUATION.md
-    "LoCoMo levers (issue 26)"). ``category`` knowledge: the default, context,
-    stops being current 7 days after ``observed_at``."""
+def turn_request(turn: Turn, *, speaker: str = "prefix-text") -> dict[str, Any]:
+    """The memory write of one turn. The default, ``prefix-text``, writes "Caroline: ...";
+    ``prefix`` also gives the write its ``speaker`` (a person entity linked to the turn),
+    because the questions name the person ("What did Caroline research?") while a turn
+    rarely names its own speaker. On LoCoMo dev hybrid R@10 is 75.1 without the entities,
+    76.8 with them (recall's speakerWeight 0.2), but the graph leg then walks every turn
+    of the named speaker: the agent loop's recall 89 -> 200 ms (docs/EVALUATION.md
+    "LoCoMo levers (issue 26)"), so the entities stay opt-in until that walk is bounded.
+    ``category`` knowledge: the default, context, stops being current 7 days after
+    ``observed_at``."""
     if speaker not in SPEAKER_MODES:
         raise ValueError(f"speaker must be one of {', '.join(SPEAKER_MODES)}")
     text = f"{turn.speaker}: {turn.text}" if speaker in ("prefix", "prefix-text") else turn.text
@@ -370,7 +371,7 @@ async def write_turns(mem: Any, requests: list[dict[str, Any]], *, batch_size: i
             "embed_seconds": round(embed_s, 2), "engine_seconds": round(engine_s, 2)}
 
 
-async def prepare_conversations(cs: Conversations, embedder: Any, *, speaker: str = "prefix", url: str | None = None,
+async def prepare_conversations(cs: Conversations, embedder: Any, *, speaker: str = "prefix-text", url: str | None = None,
                                 db_dir: Path = DEFAULT_DB_DIR, fresh: bool = False,
                                 progress: Progress | None = None, observations: str | None = None,
                                 observations_only: bool = False) -> Prepared:
@@ -536,7 +537,7 @@ async def run_recall_mode(mem: Any, cs: Conversations, mode: str, *, k: int = MA
     return run
 
 
-def exact_knn_rankings(cs: Conversations, embedder: Any, *, speaker: str = "prefix", k: int = MAX_RECALL_K) -> ModeRun:
+def exact_knn_rankings(cs: Conversations, embedder: Any, *, speaker: str = "prefix-text", k: int = MAX_RECALL_K) -> ModeRun:
     """A reference outside the product: exact cosine top-k over the question's
     conversation with the same embedder and the same passage texts (numpy, the
     vectors come from the embedding cache). It separates what the model can do
@@ -598,7 +599,7 @@ def recall_summary(cs: Conversations, run: ModeRun, metrics: list[str]) -> dict[
 
 
 async def evaluate_conversations(cs: Conversations, embedder: Any, *, modes: list[str], k: int = MAX_RECALL_K,
-                                 speaker: str = "prefix", vector_weight: float | None = None,
+                                 speaker: str = "prefix-text", vector_weight: float | None = None,
                                  window: dict[str, Any] | None = None, url: str | None = None,
                                  db_dir: Path = DEFAULT_DB_DIR, fresh: bool = False,
                                  progress: Progress | None = None, observations: str | None = None,
