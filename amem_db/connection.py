@@ -36,14 +36,15 @@ DEFAULT_DATA_DIR = Path(".amem") / "data"
 DEFAULT_SCHEME = "surrealkv"
 
 # surrealkv on 3.2.4 hangs once ~1.7 GB of write-ahead log accumulates in one
-# open (docs/BACKENDS.md, docs/ENGINE-ISSUES.md #8); closing flushes it. And the
-# engine flushes no memtable while open, so everything written since the open
-# stays in memory, ~13 KB a vector row and ~27 KB a row with a full-text entry
-# (ENGINE-ISSUES #37; its sizes are not settable from Python). Bulk ingest and
-# the bench's loads reopen the engine when the WAL passes this size: 128 MB
-# bounds that memory (peak RSS of the 10k bench load 1,044 -> 733 MB) for ~2 s
-# of flush a reopen, a flush the close would pay anyway.
-WAL_REOPEN_BYTES = 128 * 1024 * 1024
+# open (docs/BACKENDS.md, docs/ENGINE-ISSUES.md #8); closing flushes it. Bulk
+# ingest and the bench's loads reopen the engine when the WAL passes this size.
+# The engine also flushes no memtable while open, so everything written since the
+# open stays in memory (~13 KB a vector row, ~27 KB a row with a full-text entry;
+# ENGINE-ISSUES #37, not settable from Python): AMEM_WAL_REOPEN_MB=128 cut the 10k
+# bench load's peak RSS 1,044 -> 733 MB, but each reopen leaves one more SSTable and
+# hybrid queries then read ~11% slower (83/87 -> 95/95 ms p50 at 10k, docs/BENCHMARKS.md
+# "Peak RSS (session 13)"), so the default keeps the hang's margin and reads first.
+WAL_REOPEN_BYTES = int(os.environ.get("AMEM_WAL_REOPEN_MB") or 700) * 1024 * 1024
 DEFAULT_NS = "amem"
 DEFAULT_DB = "main"
 
