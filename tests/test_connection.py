@@ -46,3 +46,21 @@ def test_supported_engine_passes():
 
 async def test_embedded_engine_is_in_range(db):
     assert check_engine_version(await db.version()) >= (3, 0, 0)
+
+
+
+def test_wal_reopen_size_is_700_mb_unless_the_operator_lowers_it():
+    # AMEM_WAL_REOPEN_MB bounds the memory a bulk load holds (docs/ENGINE-ISSUES.md #37); it is
+    # read when the module loads, so each value gets a fresh interpreter
+    import os
+    import subprocess
+    import sys
+
+    def size(env: dict[str, str]) -> int:
+        base = {k: v for k, v in os.environ.items() if k != "AMEM_WAL_REOPEN_MB"}
+        out = subprocess.run([sys.executable, "-c", "import amem_db.connection as c; print(c.WAL_REOPEN_BYTES)"],
+                             env=base | env, capture_output=True, text=True, check=True)
+        return int(out.stdout)
+
+    assert size({}) == 700 * 1024 * 1024
+    assert size({"AMEM_WAL_REOPEN_MB": "128"}) == 128 * 1024 * 1024
