@@ -1,8 +1,8 @@
 """Files in, documents out: walk paths, parse (Python: I/O only), then per
 batch one round trip to ``prepare`` (the stored functions chunk and extract
 keywords), one embedding pass over every new text, and one round trip to
-``ingest`` in which each document is its own statement and transaction. The
-embedding of one batch overlaps the storing of the previous one."""
+``ingest::batch`` (groups of documents, a transaction each). The storing of one
+batch overlaps the prepare and the embedding of the next one."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ class IngestReport:
     keywords: int = 0
     embedded_texts: int = 0
     embed_seconds: float = 0.0
-    engine_seconds: float = 0.0  # prepare + ingest round trips (overlaps embedding)
+    engine_seconds: float = 0.0  # wall time with a prepare or ingest call in flight (overlaps embedding)
     seconds: float = 0.0
     maintenance: MaintainReport | None = None  # the index rebuilds run after the ingest
 
@@ -180,31 +180,77 @@ async def ingest_items(
     nodes, as before issue 25 (default: nodes without vectors, embedded on request by
     amem_db/keyword_vectors.py).
 
-    Pipelined: while the engine stores batch N, the embedder (a thread: ONNX
-    releases the GIL) already works on batch N+1, so on 2 cores the two costs
-    overlap instead of adding up."""
+    Pipelined, two ways: while the engine stores batch N it also prepares batch N+1
+    (chunking and RAKE: a read, on the engine's other thread), and the embedder (a
+    thread: ONNX releases the GIL) works on batch N+1 as soon as that is prepared, so
+    on 2 cores the three costs overlap instead of adding up. A reopen (``after_batch``)
+    waits until no call is in flight."""
     report = report or IngestReport()
     started = time.perf_counter()
     pending: tuple[Plan, list[Call]] | None = None  # (plan, calls) of the batch waiting to be stored
     for i in range(0, len(items), batch_size):
         batch = items[i : i + batch_size]
-        t0 = time.perf_counter()
-        prepared = await call_each(conn, "fn::amem::documents::prepare", [(it.doc,) for it in batch])
-        report.engine_seconds += time.perf_counter() - t0
+        busy = _Busy()
+        storing = asyncio.ensure_future(busy.timed(_store_rows(conn, *pending))) if pending is not None else None
+        if storing is not None and pending is not None and _sources(batch) & _sources(it for it, _, _ in pending[0]):
+            # a source of this batch is being stored now: prepare must see that write (its
+            # "unchanged" decides what is embedded), so it waits for the store
+            await _settle(storing)
+        try:
+            prepared = await busy.timed(call_each(conn, "fn::amem::documents::prepare", [(it.doc,) for it in batch]))
+        except BaseException:
+            await _settle(storing)
+            raise
         plan, texts = _plan_batch(batch, prepared, embedder, keyword_vectors)
         embedding = asyncio.create_task(_embed(embedder, texts, report, progress))
         try:
-            if pending is not None:
-                conn = await _store_batch(conn, *pending, report, progress, after_batch)
+            if storing is not None and pending is not None:
+                _record(pending[0], await storing, report, progress)
+            report.engine_seconds += busy.seconds()
+            if storing is not None and after_batch is not None:
+                conn = await after_batch()
         except BaseException:
             embedding.cancel()
             raise
         vectors = await embedding
         pending = (plan, _ingest_calls(plan, vectors, embedder))
     if pending is not None:
-        await _store_batch(conn, *pending, report, progress, after_batch)
+        busy = _Busy()
+        _record(pending[0], await busy.timed(_store_rows(conn, *pending)), report, progress)
+        report.engine_seconds += busy.seconds()
+        if after_batch is not None:
+            await after_batch()
     report.seconds += time.perf_counter() - started
     return report
+
+
+class _Busy:
+    """The wall time during which at least one engine call of a step was in flight
+    (overlapping calls count once): what the engine took, by the client's clock."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[float, float]] = []
+
+    async def timed(self, call: Awaitable[Any]) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return await call
+        finally:
+            self.spans.append((t0, time.perf_counter()))
+
+    def seconds(self) -> float:
+        return max(b for _, b in self.spans) - min(a for a, _ in self.spans) if self.spans else 0.0
+
+
+def _sources(items: Iterable[Item]) -> set[str]:
+    return {it.doc["source"] for it in items if isinstance(it.doc.get("source"), str)}
+
+
+async def _settle(task: asyncio.Future[Any] | None) -> None:
+    """Wait for a call in flight (a write cannot be taken back half way) without raising
+    its error: whoever awaits the task again reads its outcome."""
+    if task is not None:
+        await asyncio.gather(task, return_exceptions=True)
 
 
 def _plan_batch(batch: list[Item], prepared: list[tuple[bool, Any]], embedder: Any | None,
@@ -255,12 +301,13 @@ def _ingest_calls(plan: Plan, vectors: list[list[float]], embedder: Any) -> list
     return calls
 
 
-async def _store_batch(conn: Any, plan: Plan, calls: list[Call], report: IngestReport,
-                       progress: Progress | None, after_batch: Callable[[], Awaitable[Any]] | None) -> Any:
-    t0 = time.perf_counter()
+async def _store_rows(conn: Any, plan: Plan, calls: list[Call]) -> list[tuple[bool, Any]]:
     stored = [it for it, _parts, error in plan if error is None]  # one per call, in order
-    outcomes = iter(await ingest_batch(conn, [(doc, it.keywords, v, it.sealed) for (doc, v), it in zip(calls, stored)]))
-    report.engine_seconds += time.perf_counter() - t0
+    return await ingest_batch(conn, [(doc, it.keywords, v, it.sealed) for (doc, v), it in zip(calls, stored)])
+
+
+def _record(plan: Plan, outcomes_list: list[tuple[bool, Any]], report: IngestReport, progress: Progress | None) -> None:
+    outcomes = iter(outcomes_list)
     for it, _parts, error in plan:
         if error is not None:
             result = error
@@ -277,9 +324,6 @@ async def _store_batch(conn: Any, plan: Plan, calls: list[Call], report: IngestR
         report.results.append(result)
         if progress:
             progress("document", {"result": result, "chunks": report.chunks})
-    if after_batch is not None:
-        conn = await after_batch()
-    return conn
 
 
 async def ingest_paths(

@@ -456,3 +456,23 @@ async def test_report_times_the_engine_apart_from_embedding(mem):
     assert report.engine_seconds > 0 and report.embed_seconds > 0
     assert report.engine_seconds <= report.seconds
     assert report.embed_seconds <= report.seconds
+
+
+async def test_a_source_in_two_pipelined_batches_is_prepared_after_its_store(fresh_db):
+    # ingest_items prepares batch N+1 while batch N is stored; a source in both must wait,
+    # or prepare reads the store before batch N's version lands: here A, then B, then A
+    # again of one source, one document a batch. The third prepare, run beside the store
+    # of B, would find A stored (batch 1), call it unchanged and embed nothing, and the
+    # batch would then replace B with A's chunks without vectors.
+    from amem_db.ingest import Item, ingest_items
+
+    await Migrator(fresh_db).migrate({"embedding_dim": 384})
+    text_a = "Unopened items may be returned within 30 days of delivery. " * 30
+    text_b = "Refunds are paid within five working days to the original card. " * 30
+    items = [Item(name=f"v{i}", doc={"text": t, "source": "policy.md", "title": "Policy"})
+             for i, t in enumerate((text_a, text_b, text_a))]
+    report = await ingest_items(fresh_db, HASH, items, batch_size=1)
+    assert [r.status for r in report.results] == ["added", "replaced", "replaced"]
+    (rows,) = await fresh_db.query("SELECT text, embedding != NONE AS vec FROM chunk WHERE document.source = 'policy.md'")
+    assert rows and all(r["vec"] for r in rows)
+    assert all(r["text"] in text_a for r in rows)

@@ -156,9 +156,12 @@ async def worker_amem_ingest(n: int, data_root: Path, datasets: tuple[str, ...],
         report = IngestReport()
         pos = 0
         batch = 16
+        # 8 batches a call: ingest_items overlaps a batch's store with the next one's
+        # prepare and embedding, which a call of one batch cannot (the last call may
+        # pass n by up to 8 batches' chunks; rates are per chunk)
         while report.chunks < n and pos < len(items):
-            await ingest_items(conn, embedder, items[pos:pos + batch], batch_size=batch, report=report)
-            pos += batch
+            await ingest_items(conn, embedder, items[pos:pos + 8 * batch], batch_size=batch, report=report)
+            pos += 8 * batch
         counts = (await conn.query("SELECT count() AS n FROM chunk GROUP ALL; SELECT count() AS n FROM keyword GROUP ALL;"))
         stats = embedder.stats
         engine_s = report.engine_seconds  # prepare + ingest round trips
