@@ -8,6 +8,8 @@ message says what to do.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import re
 from collections.abc import Mapping
@@ -238,3 +240,27 @@ async def close_quietly(conn: Any) -> None:
         await conn.close()
     except Exception:
         pass
+    release_freed_memory()
+
+
+def release_freed_memory() -> bool:
+    """Hand memory the process has freed back to the OS (glibc's ``malloc_trim``); False
+    where there is no glibc. The embedded engine allocates through the C allocator, and
+    what it frees at a close (its memtable, every row written since the open, and its
+    caches: docs/ENGINE-ISSUES.md #37) stays in glibc's per-thread arenas, so a bulk load's
+    RSS stayed at its high-water mark across the reopens meant to bound it: a closed
+    19k-document store held 283 MB, 84 MB after the trim (issue 25)."""
+    global _libc
+    if _libc is None:
+        try:
+            _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            _libc.malloc_trim  # noqa: B018 (glibc only: musl and macOS have none)
+        except (OSError, AttributeError):
+            _libc = False
+    if _libc is False:
+        return False
+    _libc.malloc_trim(0)
+    return True
+
+
+_libc: Any = None  # ctypes' libc once loaded, False where malloc_trim is missing

@@ -20,6 +20,7 @@ from .ingest_batch import ingest_batch
 from .maintain import maintain as maintain_indexes
 from .models import Document, IngestResult, MaintainReport
 from .parsing import ParsedDocument, ParseError, parse_file
+from .wire import vectors as packed
 
 Progress = Callable[[str, dict[str, Any]], None]
 # per document of a batch: (item, its texts to embed by part or None, its failure or None)
@@ -296,7 +297,8 @@ def _ingest_calls(plan: Plan, vectors: list[list[float]], embedder: Any) -> list
         if parts is not None:
             v = {"model": embedder.name}
             for key, part in parts.items():
-                v[key], pos = vectors[pos : pos + len(part)], pos + len(part)
+                # packed: the SDK's encoder writes a plain list a float at a time (amem_db/wire.py)
+                v[key], pos = packed(vectors[pos : pos + len(part)]), pos + len(part)
         calls.append((it.doc, v))
     return calls
 

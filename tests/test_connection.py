@@ -64,3 +64,13 @@ def test_wal_reopen_size_is_700_mb_unless_the_operator_lowers_it():
 
     assert size({}) == 700 * 1024 * 1024
     assert size({"AMEM_WAL_REOPEN_MB": "128"}) == 128 * 1024 * 1024
+
+
+def test_freed_memory_goes_back_to_the_os_where_glibc_is():
+    # close_quietly trims glibc's arenas after a close (the engine's freed memtable would
+    # otherwise keep the process at its high-water mark: docs/BENCHMARKS.md "Peak RSS")
+    import platform
+
+    from amem_db.connection import release_freed_memory
+
+    assert release_freed_memory() is (platform.system() == "Linux" and platform.libc_ver()[0] == "glibc")

@@ -35,7 +35,7 @@ async def main(n: int, data: str, with_memory: bool) -> None:
     from amem_db.connection import Target, close_quietly, open_connection
     from amem_db.harness.bench import load as load_module
     from amem_db.harness.bench.data import corpus_of
-    from amem_db.harness.bench.load import Reopener, chunk_row, document_rows
+    from amem_db.harness.bench.load import Reopener, chunk_row, document_rows, sendable
     from amem_db.harness.bench.recall import write_memory
     from amem_db.maintain import maintain as maintain_indexes
     from amem_db.maintain import status
@@ -58,10 +58,37 @@ async def main(n: int, data: str, with_memory: bool) -> None:
     db = Reopener(target, await open_connection(target))
     await Migrator(db.conn).migrate({"embedding_dim": int(vecs.shape[1])})
     phase("migrated")
+    # finer lines: every reopen, and the steps of the BM25 list build (where the 100k peak is)
+    reopen = db.reopen
+
+    async def logged_reopen() -> object:
+        phase(f"before reopen {db.reopens + 1}")
+        conn = await reopen()
+        phase(f"after reopen {db.reopens}")
+        return conn
+    db.reopen = logged_reopen  # type: ignore[method-assign]
+    for name in ("_lists_of", "_store"):
+        step = getattr(bm25lists, name)
+
+        def logged(*args: object, _step: object = step, _name: str = name) -> object:
+            async def run() -> object:
+                out = await _step(*args)  # type: ignore[operator]
+                phase(f"  lists: {_name} {args[2] if _name == '_store' else args[1]}")
+                return out
+            return run()
+        setattr(bm25lists, name, logged)
+    count = bm25lists.termstats.count_with_df
+
+    async def logged_count(*args: object) -> object:
+        out = await count(*args)  # type: ignore[arg-type]
+        phase("  lists: term stats counted")
+        return out
+    bm25lists.termstats.count_with_df = logged_count  # type: ignore[assignment]
     # bulk_load's steps one by one (bench/load.py), a phase line after each
     doc_rows = document_rows(rows, vecs)
     for i in range(0, len(doc_rows), 500):
-        await (await db.if_wal_full()).query("INSERT INTO document $rows RETURN NONE", {"rows": doc_rows[i:i + 500]})
+        await (await db.if_wal_full()).query("INSERT INTO document $rows RETURN NONE", {"rows": sendable(doc_rows[i:i + 500])})
+    del doc_rows
     phase("documents inserted")
     for i in range(0, n, 50):
         part = [chunk_row(rows[j], vecs[j]) for j in range(i, min(i + 50, n))]

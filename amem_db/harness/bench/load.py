@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from amem_db.connection import WAL_REOPEN_BYTES, Target, close_quietly, open_connection, wal_bytes
+from amem_db.wire import Vector  # vectors packed, as the product's writes send them (amem_db/wire.py)
 
 
 class Reopener:
@@ -53,7 +54,10 @@ def _rid(table: str, key: Any) -> Any:
 
 def document_rows(rows: list[dict[str, Any]], vecs: Any) -> list[dict[str, Any]]:
     """One document per distinct ``doc``, with the summary embedding ingest computes
-    (normalised mean of its chunk vectors), so hybrid_graph's document_summary signal has data."""
+    (normalised mean of its chunk vectors), so hybrid_graph's document_summary signal has data.
+    The vector stays a float32 array until its row is sent (``sendable``): as a list of Python
+    floats it takes ~12 KB, and at 100k the 50k documents' lists were ~0.6 GB of the worker's
+    peak RSS, held through the whole load (issue 25)."""
     import numpy as np
 
     docs: dict[str, dict[str, Any]] = {}
@@ -65,8 +69,13 @@ def document_rows(rows: list[dict[str, Any]], vecs: Any) -> list[dict[str, Any]]
     return [{"id": _rid("document", d["id"]), "title": d["title"], "source": d["source"], "source_id": d["id"],
              "mime_type": "application/jsonl", "content_hash": d["id"], "text": "", "status": "ready",
              "chunk_count": d["n"], "scopes": [],
-             "summary_embedding": (sums[d["id"]] / np.linalg.norm(sums[d["id"]])).tolist()}
+             "summary_embedding": (sums[d["id"]] / np.linalg.norm(sums[d["id"]])).astype(np.float32)}
             for d in docs.values()]
+
+
+def sendable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of ``document_rows`` as the engine takes them: each vector a packed ``Vector``."""
+    return [{k: Vector(v.tolist()) if hasattr(v, "tolist") else v for k, v in r.items()} for r in rows]
 
 
 def chunk_row(r: dict[str, Any], vec: Any) -> dict[str, Any]:
@@ -74,7 +83,7 @@ def chunk_row(r: dict[str, Any], vec: Any) -> dict[str, Any]:
     # (docs/ENGINE-ISSUES.md #9), and the product's ingest uses array ids
     return {"id": _rid("chunk", f"{r['doc']}_{r['position']}"), "document": _rid("document", r["doc"]), "text": r["text"],
             "position": r["position"], "char_start": r["char_start"], "char_end": r["char_end"],
-            "embedding": vec.tolist(), "mime_type": "application/jsonl", "scopes": []}
+            "embedding": Vector(vec.tolist()), "mime_type": "application/jsonl", "scopes": []}
 
 
 async def bulk_load(db: Reopener, rows: list[dict[str, Any]], vecs: Any, batch: int) -> dict[str, Any]:
@@ -83,7 +92,9 @@ async def bulk_load(db: Reopener, rows: list[dict[str, Any]], vecs: Any, batch: 
     t0 = time.perf_counter()
     doc_rows = document_rows(rows, vecs)
     for i in range(0, len(doc_rows), 500):
-        await (await db.if_wal_full()).query("INSERT INTO document $rows RETURN NONE", {"rows": doc_rows[i:i + 500]})
+        await (await db.if_wal_full()).query("INSERT INTO document $rows RETURN NONE", {"rows": sendable(doc_rows[i:i + 500])})
+    n_docs = len(doc_rows)
+    del doc_rows
     doc_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
     marks = []
@@ -100,7 +111,7 @@ async def bulk_load(db: Reopener, rows: list[dict[str, Any]], vecs: Any, batch: 
     rebuild_seconds = time.perf_counter() - t0
     if db.on_disk:
         await db.reopen()
-    return {"documents": len(doc_rows), "chunks": n, "document_seconds": round(doc_seconds, 2),
+    return {"documents": n_docs, "chunks": n, "document_seconds": round(doc_seconds, 2),
             "chunk_seconds": round(chunk_seconds, 2), "chunks_per_s": n / chunk_seconds,
             "progress": marks, "embedding_seconds": 0.0,
             "rebuild": rebuilt, "rebuild_seconds": round(rebuild_seconds, 2),
