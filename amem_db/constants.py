@@ -28,12 +28,30 @@ MIME_SRT = "application/x-subrip"
 MIME_JSONL = "application/jsonl"
 KNOWN_MIME_TYPES: tuple[str, ...] = (MIME_TEXT, MIME_MARKDOWN, MIME_HTML, MIME_PDF, MIME_VTT, MIME_SRT, MIME_JSONL)
 
-# tables holding vectors whose length the HNSW dimension fixes: (table, field)
-EMBEDDING_FIELDS: tuple[tuple[str, str], ...] = (
+# every stored vector field, (table, field): all in one embedding space, so the migrator
+# refuses a dimension change while any of them holds a vector (amem_db/migrator.py)
+VECTOR_FIELDS: tuple[tuple[str, str], ...] = (
     ("chunk", "embedding"),
     ("audio_chunk", "embedding"),
     ("section", "heading_embedding"),
     ("document", "summary_embedding"),
+    ("keyword", "embedding"),
+    ("entity", "embedding"),
+    ("attribute", "embedding"),
+    ("memory_chunk", "embedding"),
+    ("passage_version", "embedding"),
+)
+# the vector fields a KNN (`<|K,EF|>`) reads: one HNSW index each (surql/020), logged and
+# rebuilt by index maintenance (surql/060). section.heading_embedding and
+# document.summary_embedding are read only by a cosine over given ids (surql/500_graph
+# section_signal / summary_signal), so they have none (migrations/0027): a built graph costs
+# ~10 KB a vector on disk (docs/BENCHMARKS.md "Where a store's bytes go"), plus a log row per
+# write and memory until the engine reopens (docs/ENGINE-ISSUES.md #37). A KNN over a field
+# without an index matches every row (#20): tests/test_migrator.py checks that every KNN of
+# surql/ reads a field listed here, and that each one listed is read by one.
+HNSW_FIELDS: tuple[tuple[str, str], ...] = (
+    ("chunk", "embedding"),
+    ("audio_chunk", "embedding"),
     ("keyword", "embedding"),
     ("entity", "embedding"),
     ("attribute", "embedding"),
@@ -106,7 +124,7 @@ RENDER_CONTEXT: dict[str, object] = {
     "max_k": MAX_K,
     "lens_slots": LENS_SLOTS,
     "known_mimes": list(KNOWN_MIME_TYPES),
-    "embedding_fields": [list(x) for x in EMBEDDING_FIELDS],
+    "hnsw_fields": [list(x) for x in HNSW_FIELDS],
     "query_stopwords": list(QUERY_STOPWORDS),
     "default_fusion": DEFAULT_FUSION,
     "default_identifier_vector_weight": DEFAULT_IDENTIFIER_VECTOR_WEIGHT,

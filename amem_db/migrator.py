@@ -33,7 +33,7 @@ from typing import Any
 import jinja2
 
 from . import __version__
-from .constants import EMBEDDING_FIELDS, RENDER_CONTEXT
+from .constants import RENDER_CONTEXT, VECTOR_FIELDS
 from .errors import (
     DimensionChangeRefused,
     MigrationDrift,
@@ -170,9 +170,9 @@ def settings_transaction(settings: SchemaSettings, *, end: str = "COMMIT") -> st
     """Record the settings; refuse a dimension change while vectors exist (they need a re-embed)."""
     checks = "\n".join(
         f"LET $amem_has_{t} = IF '{t}' IN $amem_tables {{ array::len(SELECT VALUE id FROM {t} WHERE {f} != NONE LIMIT 1) > 0 }} ELSE {{ false }};"
-        for t, f in EMBEDDING_FIELDS
+        for t, f in VECTOR_FIELDS
     )
-    any_vectors = " OR ".join(f"$amem_has_{t}" for t, _ in EMBEDDING_FIELDS)
+    any_vectors = " OR ".join(f"$amem_has_{t}" for t, _ in VECTOR_FIELDS)
     dim = settings.embedding_dim
     return (
         "BEGIN TRANSACTION;\n"

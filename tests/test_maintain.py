@@ -13,6 +13,7 @@ from surrealdb.errors import QueryError
 
 from amem_db import maintain
 from amem_db.connection import close_quietly, open_connection
+from amem_db.constants import HNSW_FIELDS
 from amem_db.db import call
 from amem_db.errors import AmemError, InvalidInput, ServerError
 from amem_db.migrator import Migrator, bundled_dir, render_dir
@@ -97,7 +98,7 @@ async def test_the_migration_logs_the_vectors_stored_before_it(mdb):
     (script,) = [x for x in render_dir(bundled_dir("migrations"), "migration", SchemaSettings().model_dump())
                  if x.key.startswith("0014")]
     backfill = [line for line in script.text.splitlines() if line.startswith("INSERT INTO amem_index_write")]
-    assert len(backfill) == 8  # one per EMBEDDING_FIELDS entry
+    assert len(backfill) == 8  # one per vector field of its day (migrations/0027 drops two of those logs again)
     saved = await logged(conn, "chunk_embedding")
     await conn.query("DELETE amem_index_write WHERE index = 'chunk_embedding'")
     await conn.query("\n".join(backfill))
@@ -105,6 +106,19 @@ async def test_the_migration_logs_the_vectors_stored_before_it(mdb):
     assert await logged(conn, "document_summary_embedding") == 0  # the document has no summary vector
     await conn.query("DELETE amem_index_write WHERE index = 'chunk_embedding'")
     await conn.query(f"FOR $i IN 0..{saved} {{ CREATE amem_index_write SET index = 'chunk_embedding' }}")
+
+
+async def test_vector_fields_without_an_index_are_neither_logged_nor_maintained(mdb):
+    # document.summary_embedding: stored and read by cosine, no KNN, so no HNSW index (migrations/0027)
+    conn, vecs, _ = mdb
+    assert [(s.table, s.field) for s in await maintain.status(conn)] == list(HNSW_FIELDS)
+    await conn.query("UPDATE document:d SET summary_embedding = $v RETURN NONE", {"v": vecs["c00"]})
+    try:
+        assert await logged(conn, "document_summary_embedding") == 0
+        with pytest.raises(InvalidInput, match="index must be one of"):
+            await maintain.maintain(conn, indexes=["document_summary_embedding"])
+    finally:
+        await conn.query("UPDATE document:d SET summary_embedding = NONE RETURN NONE")
 
 
 # --- the state machine -----------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 from pathlib import Path
 
@@ -9,6 +11,7 @@ import pytest
 from helpers import drop, make_target
 
 from amem_db.connection import close_quietly, open_connection
+from amem_db.constants import HNSW_FIELDS, VECTOR_FIELDS
 from amem_db.errors import (
     DimensionChangeRefused,
     InvalidInput,
@@ -18,7 +21,8 @@ from amem_db.errors import (
     MigrationMissing,
     MigrationOutOfOrder,
 )
-from amem_db.migrator import Migrator, bundled_dir
+from amem_db.migrator import Migrator, bundled_dir, render_dir
+from amem_db.settings import SchemaSettings
 
 EXPECTED_TABLES = {
     "document", "section", "chunk", "audio_chunk", "keyword", "knowledge_has_keyword",
@@ -32,9 +36,9 @@ EXPECTED_INDEXES = {
     "audio_chunk_fts": {"audio_chunk_fts_text"},
     "keyword": {"keyword_embedding"},  # keyword_text removed by migrations/0019
     "entity": {"entity_embedding"},  # entity_name (over entity.name) removed by migrations/0025
-    "section": {"section_heading_embedding"},
-    "document": {"document_summary_embedding"},
 }
+# stored vectors with no HNSW index: no KNN reads them (migrations/0027)
+UNINDEXED_VECTORS = {"section": "heading_embedding", "document": "summary_embedding"}
 
 
 @pytest.fixture
@@ -76,6 +80,10 @@ async def test_fresh_migrate_creates_the_whole_schema(conn):
     for table, wanted in EXPECTED_INDEXES.items():
         have = set((await conn.query(f"INFO FOR TABLE {table}"))[0]["indexes"])
         assert wanted <= have, (table, wanted - have)
+    for table, field in UNINDEXED_VECTORS.items():
+        t = (await conn.query(f"INFO FOR TABLE {table}"))[0]
+        assert field in t["fields"] and not any("HNSW" in d for d in t["indexes"].values()), table
+        assert "amem_index_written" not in t["events"], table  # no index, no write log
     chunk_indexes = (await conn.query("INFO FOR TABLE chunk"))[0]["indexes"]
     # full-text search reads the text-only copy (migrations/0004); no FT index on chunk
     assert "chunk_text" not in chunk_indexes
@@ -203,6 +211,63 @@ async def test_upgrade_from_an_older_set_equals_a_fresh_install(sql_dirs):
         keys = "SELECT VALUE [kind, key] FROM amem_migration ORDER BY kind, key"
         assert (await upgraded.query(keys))[0] == (await fresh.query(keys))[0]
         assert (await Migrator(upgraded).plan()).up_to_date
+    finally:
+        for c, t in ((upgraded, upgraded_target), (fresh, fresh_target)):
+            await drop(c, t)
+            await close_quietly(c)
+
+
+# `FROM <table> WHERE <field> <|K,EF|>`: how every KNN of surql/ is written
+KNN = re.compile(r"FROM\s+(\w+)\s+WHERE\s+(\w+)\s*<\|")
+
+
+def test_every_knn_reads_an_indexed_field_and_every_index_has_a_knn():
+    # A KNN over a field without an index matches every row (docs/ENGINE-ISSUES.md #20), and an
+    # index no KNN reads costs every write and ~10 KB a vector (migrations/0027): the two lists agree.
+    settings = SchemaSettings()
+    scripts = render_dir(bundled_dir("surql"), "desired", settings.model_dump() | {"hnsw_ef": settings.hnsw_ef})
+    code = ["\n".join(line.split("--")[0] for line in s.text.splitlines()) for s in scripts]  # SurrealQL comments out
+    read = {m.groups() for text in code for m in KNN.finditer(text)}
+    assert read == set(HNSW_FIELDS)
+    assert sum(text.count("<|") for text in code) == sum(len(KNN.findall(text)) for text in code)  # none written otherwise
+    assert set(HNSW_FIELDS) <= set(VECTOR_FIELDS)
+    assert set(UNINDEXED_VECTORS.items()) == set(VECTOR_FIELDS) - set(HNSW_FIELDS)
+
+
+async def test_upgrade_removes_the_hnsw_indexes_no_knn_reads(sql_dirs):
+    # the release before migrations/0027: an HNSW index, a write-log event and maintenance rows
+    # for every vector field; upgraded, the store equals a fresh install and keeps its vectors
+    mig, surql = sql_dirs
+    (mig / "0027_unread_hnsw_indexes.surql.j2").unlink()
+    every = json.dumps([list(x) for x in VECTOR_FIELDS])
+    for name in ("020_vector_indexes.surql.j2", "060_maintain.surql.j2"):
+        f = surql / name
+        f.write_text(f"{{%- set hnsw_fields = {every} %}}\n" + f.read_text())
+    upgraded_target, fresh_target = make_target("up"), make_target("fresh")
+    upgraded, fresh = await open_connection(upgraded_target), await open_connection(fresh_target)
+    try:
+        await Migrator(upgraded, migrations_dir=mig, surql_dir=surql).migrate({"embedding_dim": 4})
+        assert "document_summary_embedding" in (await upgraded.query("INFO FOR TABLE document"))[0]["indexes"]
+        await upgraded.query(
+            "CREATE document:d SET mime_type = 'text/plain', content_hash = 'x', text = 'hello', summary_embedding = [0.5, 0.5, 0.5, 0.5];"
+            "CREATE section:s SET document = document:d, heading = 'H', position = 0, char_start = 0, char_end = 5,"
+            " heading_embedding = [1.0, 0.0, 0.0, 0.0];"
+            "UPSERT amem_index_state:document_summary_embedding SET tb = 'document', field = 'summary_embedding', builds = 1;")
+        log = "SELECT VALUE index FROM amem_index_write WHERE index IN ['document_summary_embedding', 'section_heading_embedding']"
+        assert sorted((await upgraded.query(log))[0]) == ["document_summary_embedding", "section_heading_embedding"]
+        plan = await Migrator(upgraded).migrate()  # the current set: 0027 and the re-rendered surql/020, 060
+        assert "0027_unread_hnsw_indexes" in [s.key for s in plan.pending]
+        await Migrator(fresh).migrate({"embedding_dim": 4})
+        assert await schema_snapshot(upgraded) == await schema_snapshot(fresh)
+        assert (await upgraded.query(log))[0] == []
+        assert (await upgraded.query("SELECT VALUE id FROM amem_index_state"))[0] == []
+        (kept,) = await upgraded.query("RETURN [document:d.summary_embedding, section:s.heading_embedding]")
+        assert kept == [[0.5, 0.5, 0.5, 0.5], [1.0, 0.0, 0.0, 0.0]]  # the vectors stay; the cosine reads need them
+        (indexed,) = await upgraded.query("RETURN fn::amem::maintain::indexes().index")
+        assert indexed == [f"{t}_{f}" for t, f in HNSW_FIELDS]
+        # and a later write logs nothing for them
+        await upgraded.query("UPDATE document:d SET summary_embedding = [0.0, 1.0, 0.0, 0.0]")
+        assert (await upgraded.query(log))[0] == []
     finally:
         for c, t in ((upgraded, upgraded_target), (fresh, fresh_target)):
             await drop(c, t)

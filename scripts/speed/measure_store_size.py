@@ -46,7 +46,8 @@ def removals(variant: str) -> str:
     upto = VARIANTS.index(variant)
     out = []
     if upto < VARIANTS.index("+hnsw"):
-        out += ["REMOVE INDEX chunk_embedding ON chunk;", "REMOVE INDEX document_summary_embedding ON document;"]
+        # (IF EXISTS: document_summary_embedding is gone from the schema since migrations/0027)
+        out += ["REMOVE INDEX chunk_embedding ON chunk;", "REMOVE INDEX IF EXISTS document_summary_embedding ON document;"]
     if upto < VARIANTS.index("+copies"):
         out += ["REMOVE EVENT chunk_fts_sync ON chunk;"]
     if upto < VARIANTS.index("+fulltext"):
