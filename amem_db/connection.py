@@ -236,6 +236,9 @@ async def _signin_key(conn: Any, target: Target) -> None:
 
 
 async def close_quietly(conn: Any) -> None:
+    # trimmed before the close too: the close flushes the memtable into an SSTable, and
+    # what the process freed earlier would otherwise lie under that peak
+    release_freed_memory()
     try:
         await conn.close()
     except Exception:
