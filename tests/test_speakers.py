@@ -61,6 +61,12 @@ async def write_conversation(mem, sc: str, turns=TURNS, *, session: str = "sessi
     return out
 
 
+def renamed(a: str, b: str) -> list[tuple[str, str]]:
+    """TURNS with Caroline and Melanie renamed: an entity is shared by every scope that names
+    it, so a test that gives a speaker a fact uses names no other test gives one."""
+    return [({"Caroline": a, "Melanie": b}[who], text) for who, text in TURNS]
+
+
 async def edges_of(mem, passage: str) -> list[dict]:
     (rows,) = await mem.conn.query(f"SELECT out, char_start, char_end, scopes FROM mentions WHERE in = {passage} ORDER BY char_start")
     return rows
@@ -177,12 +183,36 @@ async def test_with_the_speaker_signal_the_graph_leg_hands_its_passages_over(mem
     assert resp.hits[0].id == ws[2].passages[0]
     assert not [h for h in resp.trace["hits"] if h.get("graph")]
     leg = resp.trace["legs"]["graph"]
-    assert leg["returned"] == 0 and leg["passagesToSpeakerSignal"] > 0
+    # Caroline has no fact: the leg does not walk to her turns at all, it hands her over
+    assert leg["returned"] == 0 and leg["seeds"] == 1 and leg["speakerSeeds"] == 1 and "mentions" not in leg
     caroline = {w.passages[0] for w, (who, _) in zip(ws, TURNS, strict=True) if who == "Caroline"}
     assert {rid(h["id"]) for h in resp.trace["hits"] if h.get("speaker")} == caroline
     # mode graph still walks to them
     graph = await mem.recall("What did Caroline research?", mode="graph", k=10, include=["passages"], lens=[[sc]])
     assert caroline <= {h.id for h in graph.hits}
+    # with the signal off the leg walks them (and votes for them)
+    off = await mem.recall("What did Caroline research?", k=10, include=["passages"], lens=[[sc]], adjacent_weight=0,
+                           speaker_weight=0)
+    assert off.trace["legs"]["graph"]["mentions"] > 0 and "speakerSeeds" not in off.trace["legs"]["graph"]
+
+
+async def test_the_graph_leg_walks_from_a_seed_with_facts_and_hands_the_factless_one_over(mem):
+    sc = scope()
+    ws = await write_conversation(mem, sc, renamed("Astrid", "Beatrix"))
+    await mem.facts.write({"triples": [{"entity": {"type": "person", "name": "Beatrix"}, "key": "hobby", "value": "camping"}],
+                           "scopes": [sc]})
+    q = "What did Astrid tell Beatrix about camping?"
+    resp = await mem.recall(q, k=10, lens=[[sc]], adjacent_weight=0)
+    leg = resp.trace["legs"]["graph"]
+    assert leg["seeds"] == 2 and leg["speakerSeeds"] == 1
+    # the walk from Melanie reached her turns (handed to the signal) and her attribute (ranked)
+    assert leg["passagesToSpeakerSignal"] > 0 and leg["attributes"] == 1 and leg["returned"] >= 1
+    assert any(rid(h["id"]).startswith("attribute:") for h in resp.trace["hits"] if h.get("graph"))
+    # both speakers' turns are lifted by the signal, Caroline's unwalked
+    both = {w.passages[0] for w in ws}
+    assert {rid(h["id"]) for h in resp.trace["hits"] if h.get("speaker")} <= both
+    assert {rid(e) for h in resp.trace["hits"] if h.get("speaker") for e in h["speaker"]["entities"]} == {
+        "entity:person/astrid", "entity:person/beatrix"}
 
 
 # --- lever 2: the adjacency signal -----------------------------------------------------------
@@ -341,6 +371,25 @@ async def test_a_speakers_own_entity_row_stays_out_of_the_text_legs_until_it_has
     resp = await mem.recall(q, mode="bm25", k=10, lens=[[sc]])
     assert "entity:person/caroline" in {rid(h.id) for h in resp.hits}
     assert "factlessEntities" not in resp.trace["legs"]["bm25"]
+
+
+
+async def test_tier_4_keeps_a_factless_speaker_out_of_its_wider_legs_too(mem):
+    sc = scope()
+    ws = await write_conversation(mem, sc, renamed("Cordelia", "Dagmar"))
+    q = "What did Cordelia say about camping by the lake?"
+    # confidenceFloor 1: tier 4 runs unless the best hit is first in every leg (surql/455_tiers)
+    resp = await mem.recall(q, k=10, lens=[[sc]], adjacent_weight=0, confidence_floor=1.0)
+    assert resp.escalated is True and resp.tier == 4
+    assert "entity:person/cordelia" not in {rid(h.id) for h in resp.hits}
+    # the wider graph leg handed Caroline's turns to the speaker signal too: no vote for each of them
+    assert resp.tiers["escalation"]["legs"]["graph"] == 0
+    assert {h.id for h in resp.hits} <= {w.passages[0] for w in ws}
+    # her row ranks again once she has a fact
+    await mem.facts.write({"triples": [{"entity": {"type": "person", "name": "Cordelia"}, "key": "hobby", "value": "camping"}],
+                           "scopes": [sc]})
+    again = await mem.recall(q, k=10, lens=[[sc]], adjacent_weight=0, confidence_floor=1.0)
+    assert again.escalated is True and "entity:person/cordelia" in {rid(h.id) for h in again.hits}
 
 
 # --- lever 1, in hybrid: the speaker signal (surql/465_speakers) -------------------------------

@@ -85,7 +85,7 @@ async def eval_command(
                                                 "linked to a person the question names; 0 = off)"),
     speaker: str = typer.Option("prefix-text", help="conversations only: prefix-text (the default) writes each turn as "
                                 "'Speaker: text'; prefix: the same with the speaker as the write's speaker entity (hybrid "
-                                "R@10 on LoCoMo dev 75.1 -> 76.8, recall ~2x slower: issue 26); entity: the bare text with "
+                                "R@10 on LoCoMo dev 75.1 -> 76.8, recall ~1.2x slower: issue 26); entity: the bare text with "
                                 "the speaker entity; none: the bare text alone"),
     observations: str | None = typer.Option(None, help="conversations only: also write observations.jsonl (the dataset's "
                                             "LLM-written observations, each with its evidence turns) beside the turns, "
@@ -278,6 +278,9 @@ def bench_command(
     out_dir: Path = typer.Option(Path("results/bench"), "--out", help="report folder (bench.json, report.md, latency.png)"),
     timeout: float = typer.Option(7200, help="seconds before one system/size run is abandoned (amem at 100k on surrealkv took 40 min)"),
     keep_db: bool = typer.Option(False, "--keep-db", help="keep the benchmark databases (default: deleted after each run)"),
+    loop_speaker: str | None = typer.Option(None, "--loop-speaker", show_default="as amem-db eval writes a turn",
+                                            help="agent-loop only: how a turn is written, as eval's --speaker: prefix "
+                                            "(with the speaker entity), prefix-text (without), entity, none"),
 ) -> None:
     """Ingest throughput, query latency p50/p95/p99 per mode, vector recall@10, size and peak RSS per corpus size.
 
@@ -305,13 +308,17 @@ def bench_command(
         raise typer.BadParameter(f"unknown system {unknown[0]!r}; systems: {', '.join(DEFAULT_SYSTEMS)}", param_hint="--systems")
     if backend not in ("surrealkv", "surrealkv+versioned", "file", "mem"):
         raise typer.BadParameter("surrealkv, surrealkv+versioned, file or mem", param_hint="--backend")
+    from ..harness.locomo import SPEAKER_MODES
+
+    if loop_speaker is not None and loop_speaker not in SPEAKER_MODES:
+        raise typer.BadParameter(f"one of {', '.join(SPEAKER_MODES)}", param_hint="--loop-speaker")
     spec = session.embedder_spec
     report = run_bench(sizes=size_list, systems=system_list, out_dir=out_dir, embedder=get_embedder(spec),
                        embedder_spec=spec, queries=queries, reps=warmup, backend=backend, batch=batch,
                        ingest_sizes=ingest_list, recall_sizes=recall_list,
                        throughput_sizes=throughput_list, data_root=data_root,
                        datasets=tuple(d.strip() for d in datasets.split(",") if d.strip()), timeout=timeout,
-                       keep_db=keep_db, progress=lambda msg: err.print(msg, highlight=False))
+                       keep_db=keep_db, loop_speaker=loop_speaker, progress=lambda msg: err.print(msg, highlight=False))
     print((out_dir / "report.md").read_text())
     failed = [r for r in report["results"] if "error" in r]
     out.print(f"wrote {out_dir / 'report.md'}, bench.json, latency.png in {report['seconds']:.0f} s"

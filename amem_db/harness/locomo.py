@@ -264,9 +264,9 @@ def turn_request(turn: Turn, *, speaker: str = "prefix-text") -> dict[str, Any]:
     ``prefix`` also gives the write its ``speaker`` (a person entity linked to the turn),
     because the questions name the person ("What did Caroline research?") while a turn
     rarely names its own speaker. On LoCoMo dev hybrid R@10 is 75.1 without the entities,
-    76.8 with them (recall's speakerWeight 0.2), but the graph leg then walks every turn
-    of the named speaker: the agent loop's recall 89 -> 200 ms (docs/EVALUATION.md
-    "LoCoMo levers (issue 26)"), so the entities stay opt-in until that walk is bounded.
+    76.8 with them (recall's speakerWeight 0.2), and the agent loop's recall takes ~1.2x
+    its time without them (2.2x before the graph leg stopped walking a speaker's every turn;
+    docs/EVALUATION.md "LoCoMo levers (issue 26)"), so the entities stay opt-in.
     ``category`` knowledge: the default, context, stops being current 7 days after
     ``observed_at``."""
     if speaker not in SPEAKER_MODES:

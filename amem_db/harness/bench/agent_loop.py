@@ -24,13 +24,16 @@ from .measure import latency_summary
 from .recall import recall_stages
 
 
-async def worker_agent_loop(data_root: Path, db_root: Path, backend: str, embedder_spec: str | None) -> dict[str, Any]:
+async def worker_agent_loop(data_root: Path, db_root: Path, backend: str, embedder_spec: str | None,
+                            speaker: str | None = None) -> dict[str, Any]:
+    """``speaker``: how a turn is written (``harness.locomo.SPEAKER_MODES``); None = ``turn_request``'s default."""
     from amem_db.client import Memory
     from amem_db.connection import Target, close_quietly, open_connection
     from amem_db.embedding import CachedEmbedder, get_embedder
     from amem_db.harness.locomo import lens_of, load_conversations, turn_request
     from amem_db.migrator import Migrator
 
+    modes = {} if speaker is None else {"speaker": speaker}
     cs = load_conversations(data_root / "locomo", "dev")
     conversation = sorted({t.conversation for t in cs.turns})[0]
     turns = [t for t in cs.turns if t.conversation == conversation]
@@ -43,7 +46,7 @@ async def worker_agent_loop(data_root: Path, db_root: Path, backend: str, embedd
         await Migrator(conn).migrate()
         embedder = CachedEmbedder(get_embedder(embedder_spec))
         # every text embedded once up front (cached on disk), so the loop times no model
-        embedder.embed_documents([turn_request(t)["text"] for t in turns])
+        embedder.embed_documents([turn_request(t, **modes)["text"] for t in turns])
         for q in questions:
             embedder.embed_query(q)
         mem = Memory(conn, embedder=embedder)
@@ -53,7 +56,7 @@ async def worker_agent_loop(data_root: Path, db_root: Path, backend: str, embedd
         late: dict[str, list[float]] = {}
         for i, turn in enumerate(turns):
             t = time.perf_counter()
-            await mem.facts.write(turn_request(turn))
+            await mem.facts.write(turn_request(turn, **modes))
             write_ms.append((time.perf_counter() - t) * 1000)
             t = time.perf_counter()
             resp = await mem.recall(questions[i % len(questions)], k=10, lens=lens)
@@ -65,6 +68,7 @@ async def worker_agent_loop(data_root: Path, db_root: Path, backend: str, embedd
                     late.setdefault(stage, []).append(x)
         quarter = len(turns) - len(turns) * 3 // 4
         return {"system": "agent-loop", "size": len(turns), "backend": backend, "conversation": conversation,
+                "speaker": turn_request(turns[0], **modes).get("speaker") is not None,
                 "turns": len(turns), "questions": len(questions),
                 "write_ms": latency_summary(write_ms), "recall_ms": latency_summary(recall_ms),
                 "recall_last_quarter_ms": latency_summary(recall_ms[-quarter:]),

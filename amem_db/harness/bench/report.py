@@ -36,7 +36,9 @@ def _agent_loop_section(res: list[dict[str, Any]]) -> list[str]:
     if r is None:
         return []
     w, a, late = r["write_ms"], r["recall_ms"], r["recall_last_quarter_ms"]
-    lines = ["", f"## Agent loop: LoCoMo {r['conversation']} replayed turn by turn ({r['turns']} turns, {r['backend']})", "",
+    lines = ["", f"## Agent loop: LoCoMo {r['conversation']} replayed turn by turn ({r['turns']} turns, {r['backend']}"
+             + ("" if r.get("speaker") is None else ", speaker entities" if r["speaker"] else ", no speaker entities")
+             + ")", "",
              "| call, ms | p50 | p95 |", "|---|---|---|",
              f"| remember the turn (facts.write, one request) | {_ms(w['p50'])} | {_ms(w['p95'])} |",
              f"| recall a question (hybrid, k 10, the conversation's lens) | {_ms(a['p50'])} | {_ms(a['p95'])} |",

@@ -48,7 +48,8 @@ def worker_main(argv: list[str]) -> None:
             res = asyncio.run(worker_amem_ingest(n, Path(args["data_root"]), tuple(args["datasets"]), db_root,
                                                  args["backend"], args.get("embedder")))
         elif system == "agent-loop":
-            res = asyncio.run(worker_agent_loop(Path(args["data_root"]), db_root, args["backend"], args.get("embedder")))
+            res = asyncio.run(worker_agent_loop(Path(args["data_root"]), db_root, args["backend"], args.get("embedder"),
+                                                args.get("loop_speaker")))
         elif system == "throughput":
             res = asyncio.run(worker_throughput(n, data_dir, db_root, args["backend"], args["queries"], args["batch"]))
         elif system == "hnsw-curve":
@@ -100,7 +101,7 @@ def run_bench(*, sizes: list[int], systems: list[str], out_dir: Path, embedder: 
               ingest_sizes: list[int] | None = None, recall_sizes: list[int] | None = None,
               throughput_sizes: list[int] | None = None, data_root: Path | None = None,
               datasets: tuple[str, ...] = DEFAULT_DATASETS, timeout: float = 2700, keep_db: bool = False,
-              progress: Progress | None = None) -> dict[str, Any]:
+              loop_speaker: str | None = None, progress: Progress | None = None) -> dict[str, Any]:
     data_root = data_root or datasets_root()
     out_dir.mkdir(parents=True, exist_ok=True)
     data_dir = out_dir / "data"
@@ -129,7 +130,7 @@ def run_bench(*, sizes: list[int], systems: list[str], out_dir: Path, embedder: 
             args = {"system": system, "size": n, "data_dir": str(data_dir), "db_root": str(db_root),
                     "backend": backend, "queries": queries, "reps": reps, "batch": batch, "keep_db": keep_db,
                     "data_root": str(data_root), "datasets": list(datasets), "embedder": embedder_spec,
-                    "recall_sizes": recall_sizes}
+                    "recall_sizes": recall_sizes, "loop_speaker": loop_speaker}
             res = run_worker(args, timeout, log)
             if progress:
                 progress(f"{system} at {n:,}: " + (res.get("error") or f"done in {res.get('wall_seconds')} s"))
