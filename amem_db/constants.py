@@ -102,10 +102,17 @@ DEFAULT_BM25_MAX_DF = 1.0
 # most and what the client sends (amem_db/ingest_batch.py; docs/BENCHMARKS-HISTORY.md "Ingest batching")
 INGEST_BATCH_MAX = 64
 INGEST_PER_TRANSACTION = 4
+# round trips of one ingest batch's groups at once (amem_db/ingest_batch.py): the engine runs
+# each on a core of its own (issue 25, session 15)
+INGEST_LANES = 2
 # memory writes per fn::amem::facts::write_many call (one transaction; surql/275_facts, at its end),
 # the most and what Facts.write_many sends (docs/BENCHMARKS.md "Batched memory writes")
 FACTS_BATCH_MAX = 256
 FACTS_PER_TRANSACTION = 16
+# groups of a client batch written at once when independent (amem_db/client/facts.py
+# _Footprint): the engine runs each transaction on a core of its own; 2 gained 1.6-1.75x
+# facts/s on 2 cores (issue 25, session 15)
+FACTS_IN_FLIGHT = 2
 
 # passages kept per analysed token in a BM25 champion list (surql/315_bm25_lists): N 1,000
 # lost 0.005 nDCG@10 on SciFact and nothing on Cranfield / CISI against the engine's

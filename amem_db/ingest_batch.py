@@ -11,15 +11,25 @@ partly stored: a group is one transaction, and so is each single ingest.
 Why groups and not the whole batch in one transaction: on 3.2.4 every read and
 index seek inside a write transaction merges with the transaction's pending
 writes, so the per-row work of a document (events, keyword lookups) grows with the
-transaction (docs/BENCHMARKS-HISTORY.md "Ingest batching")."""
+transaction (docs/BENCHMARKS-HISTORY.md "Ingest batching").
+
+The groups go in ``lanes`` round trips at once (the engine runs each on a core of its
+own; issue 25 session 15), except a group holding a document with links: it goes alone,
+after the groups before it and before those after it (a link is made by whichever of
+its two documents is stored second, which must see the first). Two lanes may create the
+same new keyword node (or document) at the same moment: the engine then aborts one
+transaction (a write conflict) and that group is stored again once the lanes are done,
+before any group falls back to one by one."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from .constants import INGEST_BATCH_MAX, INGEST_PER_TRANSACTION
+from .constants import INGEST_BATCH_MAX, INGEST_LANES, INGEST_PER_TRANSACTION
 from .db import call_each
+from .errors import WriteConflict, server_error
 
 # one item: (document object, the keywords prepare returned for it, its vectors or None[,
 # {chunks, seal} as prepare returned them, or None: the batch then chunks the text again])
@@ -28,15 +38,35 @@ BatchItem = (tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]
 
 
 async def ingest_batch(conn: Any, items: Sequence[BatchItem], *,
-                       per_transaction: int = INGEST_PER_TRANSACTION) -> list[tuple[bool, Any]]:
+                       per_transaction: int = INGEST_PER_TRANSACTION, lanes: int = INGEST_LANES) -> list[tuple[bool, Any]]:
     """``[(ok, {status, document} | error text)]`` per item, in order."""
     if not items:
         return []
     size = max(1, min(per_transaction, INGEST_BATCH_MAX))
     groups = [list(items[i:i + size]) for i in range(0, len(items), size)]
-    answers = await call_each(conn, "fn::amem::ingest::batch", [([_item(*it) for it in group],) for group in groups])
+    answers: list[tuple[bool, Any]] = [(False, "")] * len(groups)
+
+    async def lane(mine: list[int]) -> None:
+        done = await call_each(conn, "fn::amem::ingest::batch", [([_item(*it) for it in groups[g]],) for g in mine])
+        for g, answer in zip(mine, done):
+            answers[g] = answer
+
+    # runs of groups without links, each spread over the lanes; a group with links alone
+    runs: list[list[int]] = [[]]
+    for g, group in enumerate(groups):
+        if any(it[0].get("links") for it in group):
+            runs += [[g], []]
+        else:
+            runs[-1].append(g)
+    for run in (r for r in runs if r):
+        k = max(1, min(lanes, len(run)))
+        await asyncio.gather(*(lane(run[i::k]) for i in range(k)))
     out: list[tuple[bool, Any]] = []
-    for group, (ok, answer) in zip(groups, answers):
+    for g, group in enumerate(groups):
+        ok, answer = answers[g]
+        if not ok and lanes > 1 and isinstance(server_error(answer), WriteConflict):
+            # aborted by the other lane's transaction (nothing of it written): again, alone
+            ((ok, answer),) = await call_each(conn, "fn::amem::ingest::batch", [([_item(*it) for it in group],)])
         if ok:
             out += [(True, a) for a in answer]
         else:

@@ -121,6 +121,29 @@ async def test_batch_stores_what_one_by_one_stores():
         await close_quietly(batched)
 
 
+async def test_groups_stored_in_two_lanes_store_what_one_by_one_stores():
+    """amem_db.ingest_batch.ingest_batch sends its groups in two round trips at once
+    (INGEST_LANES); each lane's transactions may create the same new keyword as the
+    other's (the loser is stored again alone). The rows are those of one by one, but for
+    which document's display form a keyword node keeps (the first to commit wins)."""
+    items = sample_items()
+    single, laned = await fresh(), await fresh()
+    try:
+        ref = await one_by_one(single, items)
+        prepared = await call_each(laned, "fn::amem::documents::prepare", [(it.doc,) for it in items])
+        batch = [(it.doc, p["keywords"], vectors_of(p, it.doc), {"chunks": p["chunks"], "seal": p["seal"]})
+                 for it, (_ok, p) in zip(items, prepared)]
+        out = await ingest_batch(laned, batch, per_transaction=1, lanes=2)
+        assert [ok for ok, _ in out] == [ok for ok, _ in ref] == [True] * len(items)
+        a, b = await snapshot(single), await snapshot(laned)
+        for snap in (a, b):  # the display form: the same words, any writer's case
+            snap["keyword"] = [k | {"text": " ".join(k["text"].lower().split())} for k in snap["keyword"]]
+        assert_same(a, b)
+    finally:
+        await close_quietly(single)
+        await close_quietly(laned)
+
+
 def doc(text: str, source: str, **extra) -> Item:
     return Item(source, {"text": text, "mime_type": "text/plain", "source": source} | extra)
 
