@@ -1,4 +1,5 @@
-"""Several requests in flight on one connection (``Documents.query_many``).
+"""Several requests in flight on one connection (``Documents.query_many``, and the
+groups of ``Facts.write_many`` through ``run_apart``).
 
 Both transports the client uses let one connection carry several requests at
 once: the websocket SDK matches replies to requests by id (the dev server runs
@@ -13,8 +14,8 @@ in its slot instead of raising it, so one bad query loses none of the others.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -39,3 +40,39 @@ async def run_many(call: Callable[[T], Awaitable[R]], items: Sequence[T], concur
                 return exc
 
     return list(await asyncio.gather(*(one(item) for item in items)))
+
+
+class Apart(Protocol):
+    """What a job of ``run_apart`` touches: ``a.apart(b)`` when neither can change what the other does."""
+
+    def apart(self, other: Any) -> bool: ...
+
+
+async def run_apart(jobs: Sequence[tuple[Coroutine[Any, Any, None], Apart | None]], limit: int) -> None:
+    """Run the jobs in order, at most ``limit`` at a time; a job starts only once every
+    running job whose footprint it is not ``apart`` from has finished (a None footprint
+    waits for, and holds back, all of them: Facts.write_many's groups of writes).
+    An error stops new starts; the running jobs finish (their writes are independent
+    transactions) before it is raised."""
+    running: list[tuple[asyncio.Task[None], Apart | None]] = []
+    pending = list(jobs)
+    try:
+        while pending:
+            job, foot = pending[0]
+            blocking = [t for t, f in running if foot is None or f is None or not foot.apart(f)]
+            if blocking or len(running) >= limit:
+                first = (blocking or [t for t, _ in running])[0]
+                await asyncio.wait([first])
+                for t, _ in running:
+                    if t.done():
+                        t.result()  # a finished job's error stops the batch here
+                running = [(t, f) for t, f in running if not t.done()]
+                continue
+            pending.pop(0)
+            running.append((asyncio.ensure_future(job), foot))
+        await asyncio.gather(*(t for t, _ in running))
+    finally:
+        for coro, _ in pending:  # never started: close them so no "never awaited" warning
+            coro.close()
+        if running:
+            await asyncio.gather(*(t for t, _ in running), return_exceptions=True)

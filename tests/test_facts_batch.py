@@ -237,6 +237,76 @@ async def test_independent_requests_take_the_set_path_and_store_what_one_by_one_
     assert {"person/erin walker", "person/helen hunt", "person/alice smith", "person/gina park"} <= set(edges)
 
 
+# --- groups written at once --------------------------------------------------------------------
+# one request a group: each next to one it may run beside and one it must wait for
+OVERLAPPING = [
+    {"triples": [attr("Olga Alpha", "role", "CTO")], "observed_at": at(1)},
+    {"triples": [attr("Pete Beta", "role", "engineer")], "observed_at": at(1)},              # apart from Olga: beside her
+    {"triples": [attr("Olga Alpha", "role", "CEO")], "observed_at": at(2)},                  # Olga again: waits, supersedes
+    {"triples": [attr("Quinn Gamma", "role", "lead")], "observed_at": at(2)},
+    {"text": "Quinn Gamma met Pete Beta.", "session_id": "s1", "observed_at": at(3)},        # a passage beside names: waits
+    {"text": "Pete Beta left early.", "session_id": "s1", "observed_at": at(3)},             # same session: waits
+    {"text": "Rosa arrived late.", "session_id": "s2", "observed_at": at(3)},                # another session: beside it
+    {"triples": [attr("Sam Delta", "role", "chair")], "idempotency_key": "sam", "observed_at": at(4)},
+    {"triples": [attr("Sam Delta", "role", "chair")], "idempotency_key": "sam", "observed_at": at(4)},  # replays
+    {"triples": [attr("Tina Eps", "hobby", "chess")], "text": "Tina talked to Rosa.", "speaker": "Tina Eps",
+     "session_id": "s2", "observed_at": at(5)},
+]
+
+
+async def test_groups_written_at_once_store_what_one_by_one_stores(fresh):
+    """mem.facts.write_many writes independent groups at the same time (FACTS_IN_FLIGHT):
+    a group that shares an entity, an idempotency key or a session with one in flight,
+    or brings passages beside its names, waits for it; the store equals one by one."""
+    single, batched = await fresh(), await fresh()
+    expected = await one_by_one(single, OVERLAPPING)
+    result = await batched.facts.write_many(OVERLAPPING, per_transaction=1, in_flight=2)
+    assert result.errors == [] and result.transactions == len(OVERLAPPING)
+    got = [w.model_dump() for w in result.writes]
+    assert [[t["outcome"] for t in w["triples"]] for w in got] == [
+        ["added"], ["added"], ["superseded"], ["added"], [], [], [], ["added"], ["added"], ["added"]]
+    assert got[8] == got[7]
+    ids_single, ids_batched = [w["write"] for w in expected], [w["write"] for w in got]
+    assert canonical(got, {w: i for i, w in enumerate(ids_batched)}) == canonical(expected, {w: i for i, w in enumerate(ids_single)})
+    assert await snapshot(batched, ids_batched) == await snapshot(single, ids_single)
+    (placed,) = await batched.conn.query("SELECT VALUE [session_id, session_pos, text] FROM memory_chunk ORDER BY session_id, session_pos")
+    assert [p[:2] for p in placed] == [["s1", 0], ["s1", 1], ["s2", 0], ["s2", 1]]
+
+
+def test_the_group_scheduler_overlaps_only_independent_groups():
+    """amem_db.concurrent.run_apart on timed jobs (Facts.write_many's scheduler): which groups ran beside which."""
+    import asyncio
+
+    from amem_db.client.facts import _Footprint
+    from amem_db.concurrent import run_apart
+
+    def foot(entities=(), keys=(), sessions=(), passages=False):
+        return _Footprint(frozenset(entities), frozenset(keys), frozenset(sessions), bool(entities), passages)
+
+    feet = [foot(["a"]), foot(["b"]), foot(["a"]), foot(["c"]), foot(passages=True, sessions=["s"]),
+            foot(passages=True, sessions=["s"]), foot(passages=True, sessions=["t"]), foot(["d"], keys=["k"]),
+            foot(["e"], keys=["k"]), None, foot(["f"])]
+    live: set[int] = set()
+    beside: set[tuple[int, int]] = set()
+
+    async def job(i: int) -> None:
+        beside.update((j, i) for j in live)
+        live.add(i)
+        for _ in range(3):  # a few turns of the event loop: the same interleaving every run
+            await asyncio.sleep(0)
+        live.discard(i)
+
+    asyncio.run(run_apart([(job(i), f) for i, f in enumerate(feet)], 2))
+    # 1 ran beside 0; 2 (entity a) waited for 0; 3 beside 2; 4 (passages) waited for the
+    # names of 3; 5 (session s) for 4; 6 (session t) beside 5; 8 (key k) waited for 7;
+    # 9 (no footprint) ran alone; 10 after it
+    assert beside == {(0, 1), (2, 3), (5, 6)}
+    with __import__("pytest").raises(RuntimeError, match="boom"):
+        async def bad() -> None:
+            raise RuntimeError("boom")
+        asyncio.run(run_apart([(bad(), foot(["x"])), (job(99), foot(["y"])), (job(100), foot(["z"]))], 2))
+
+
 # --- a bad request fails alone ---------------------------------------------------------------
 async def test_a_bad_request_fails_alone_with_its_typed_error_and_the_others_land(mem, db):
     before = await counts(db)
@@ -462,7 +532,10 @@ def test_the_sync_client_writes_a_batch():
         done = []
         result = mem.facts.write_many([{"text": f"note {i}"} for i in range(5)], per_transaction=2,
                                       progress=lambda n, total: done.append((n, total)))
-        assert (result.passages, result.transactions) == (5, 3) and done == [(2, 5), (4, 5), (5, 5)]
+        # groups of 2, 2 and 1 passages, written two at a time (nothing in one touches the
+        # other): progress counts the requests done, in the order the groups finish
+        assert (result.passages, result.transactions) == (5, 3) and done[-1] == (5, 5)
+        assert sorted(b - a for a, b in zip([0] + [n for n, _ in done], [n for n, _ in done])) == [1, 2, 2]
 
 
 # --- amem-db remember --batch -------------------------------------------------------------------

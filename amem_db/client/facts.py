@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..constants import FACTS_BATCH_MAX, FACTS_PER_TRANSACTION
+from ..concurrent import run_apart
+from ..constants import FACTS_BATCH_MAX, FACTS_IN_FLIGHT, FACTS_PER_TRANSACTION
 from ..db import call, call_each
 from ..errors import AmemError, InvalidInput, NotMigrated, TransportError, server_error
 from ..geometry import with_polygons
@@ -54,16 +56,22 @@ class Facts:
 
     async def write_many(
         self, requests: Sequence[Mapping[str, Any]], *, embed: bool = True, per_transaction: int = FACTS_PER_TRANSACTION,
-        atomic: bool = False, progress: Callable[[int, int], None] | None = None,
+        atomic: bool = False, progress: Callable[[int, int], None] | None = None, in_flight: int = FACTS_IN_FLIGHT,
     ) -> FactBatch:
-        """Store many memory writes, in order, each exactly as ``write`` stores it (a later
-        request reconciles against an earlier one's rows). One ``prepare`` round trip for
-        all, one embedder call for every text, then ``fn::amem::facts::write_many`` per
-        group of ``per_transaction`` requests: one transaction per group. A group that
+        """Store many memory writes, each exactly as ``write`` stores it, as if in order
+        (a later request reconciles against an earlier one's rows). One ``prepare`` round
+        trip for all, one embedder call for every text, then ``fn::amem::facts::write_many``
+        per group of ``per_transaction`` requests: one transaction per group. A group that
         fails is written again one request per transaction, so a bad request is reported
         in ``errors`` (nothing of it stored) and the others land. ``atomic=True``: the
         whole batch in one transaction (at most FACTS_BATCH_MAX requests); any error
-        is raised and nothing is stored. ``progress(done, total)`` after each group."""
+        is raised and nothing is stored. ``progress(done, total)`` after each group.
+
+        Up to ``in_flight`` groups are written at once (the engine runs each transaction
+        on a core of its own) when nothing in one can change what another stores
+        (``_Footprint``: no shared entity, idempotency key or session, and no names
+        beside passages); otherwise a group waits for the ones it depends on. Without
+        ``embed`` the plans are unknown and the groups go one at a time."""
         if isinstance(requests, Mapping | str | bytes):
             raise TypeError("requests must be a list of memory writes (dicts), not a single one")
         bodies = [with_polygons(_call.request(r)) for r in requests]
@@ -71,19 +79,21 @@ class Facts:
             raise InvalidInput(f"an atomic batch holds at most {FACTS_BATCH_MAX} requests, got {len(bodies)}")
         failed: dict[int, AmemError] = {}
         vectors: list[dict[str, Any] | None] = [None] * len(bodies)
+        feet: list[_Footprint | None] = [None] * len(bodies)
         if embed and bodies:
-            plans = await self._prepare_all(bodies)
+            plans = await self._prepare_all(bodies, 1 if atomic else in_flight)
             failed = {i: server_error(p) for i, (ok, p) in enumerate(plans) if not ok}
             if atomic and failed:
                 raise failed[min(failed)]
             vectors = await self._embed_plans([p if ok else None for ok, p in plans])
+            feet = [_Footprint.of(b, p) if ok else None for b, (ok, p) in zip(bodies, plans)]
         todo = [i for i in range(len(bodies)) if i not in failed]
         size = len(todo) if atomic else max(1, min(per_transaction, FACTS_BATCH_MAX))
         writes: list[Any] = [None] * len(bodies)
-        transactions, refused = 0, len(bodies) - len(todo)  # refused: by prepare, before any write
-        for at in range(0, len(todo), max(size, 1)):
-            group = todo[at: at + size]
-            transactions += 1
+        done = {"transactions": 0, "requests": len(bodies) - len(todo)}  # refused by prepare, before any write
+
+        async def write_group(group: list[int]) -> None:
+            done["transactions"] += 1
             try:
                 answers = await call(self.mem.conn, "fn::amem::facts::write_many", [bodies[i] for i in group], [vectors[i] for i in group])
                 for i, a in zip(group, answers):
@@ -93,37 +103,48 @@ class Facts:
             except AmemError:
                 if atomic:
                     raise
-                # nothing of the group was stored: its requests one by one, before the next group
+                # nothing of the group was stored: its requests one by one, before any
+                # group that depends on it starts
                 singles = await call_each(self.mem.conn, "fn::amem::facts::write", [(bodies[i], vectors[i]) for i in group])
-                transactions += len(group)
+                done["transactions"] += len(group)
                 for i, (ok, a) in zip(group, singles):
                     if ok:
                         writes[i] = a
                     else:
                         failed[i] = server_error(a)
+            done["requests"] += len(group)
             if progress:
-                progress(refused + at + len(group), len(bodies))
+                progress(done["requests"], len(bodies))
+
+        groups = [todo[at: at + size] for at in range(0, len(todo), max(size, 1))]
+        await run_apart([(write_group(g), _Footprint.union([feet[i] for i in g])) for g in groups], max(1, in_flight))
         results = [None if w is None else _call.validated(FactWrite, w) for w in writes]
         return FactBatch(
-            writes=results, transactions=transactions,
+            writes=results, transactions=done["transactions"],
             errors=[FactBatchError(index=i, code=e.code, message=e.message) for i, e in sorted(failed.items())],
             facts=sum(len(w.triples) for w in results if w is not None),
             passages=sum(len(w.passages) for w in results if w is not None))
 
-    async def _prepare_all(self, bodies: Sequence[Any]) -> list[tuple[bool, Any]]:
+    async def _prepare_all(self, bodies: Sequence[Any], in_flight: int = 1) -> list[tuple[bool, Any]]:
         """``[(ok, plan or error text)]`` for every request: ``facts::prepare_many`` in
-        groups of FACTS_BATCH_MAX (one statement each); a group with a bad request is
-        prepared again one request per statement, so that each bad one gets its own error."""
-        out: list[tuple[bool, Any]] = []
-        for at in range(0, len(bodies), FACTS_BATCH_MAX):
-            group = list(bodies[at: at + FACTS_BATCH_MAX])
-            try:
-                out += [(True, p) for p in await call(self.mem.conn, "fn::amem::facts::prepare_many", group)]
-            except (TransportError, NotMigrated):
-                raise
-            except AmemError:
-                out += await call_each(self.mem.conn, "fn::amem::facts::prepare", [(b,) for b in group])
-        return out
+        groups of at most FACTS_BATCH_MAX (one statement each), ``in_flight`` groups at once
+        (a prepare reads only, so any two may run together; at least 32 requests a group);
+        a group with a bad request is prepared again one request per statement, so that
+        each bad one gets its own error."""
+        per = min(FACTS_BATCH_MAX, max(32, -(-len(bodies) // max(1, in_flight))))
+        groups = [list(bodies[at: at + per]) for at in range(0, len(bodies), per)]
+        gate = asyncio.Semaphore(max(1, in_flight))
+
+        async def prepare(group: list[Any]) -> list[tuple[bool, Any]]:
+            async with gate:
+                try:
+                    return [(True, p) for p in await call(self.mem.conn, "fn::amem::facts::prepare_many", group)]
+                except (TransportError, NotMigrated):
+                    raise
+                except AmemError:
+                    return await call_each(self.mem.conn, "fn::amem::facts::prepare", [(b,) for b in group])
+
+        return [x for part in await asyncio.gather(*(prepare(g) for g in groups)) for x in part]
 
     async def _embed_plans(self, plans: Sequence[Mapping[str, Any] | None]) -> list[dict[str, Any] | None]:
         """The ``vectors`` argument of each prepared write (None for a failed plan), from
@@ -159,3 +180,43 @@ class Facts:
         return _call.validated(FactKey, await call(self.mem.conn, "fn::amem::facts::declare_key", key, opts))
 
 
+
+
+@dataclass(frozen=True)
+class _Footprint:
+    """What a prepared write reads or writes that another write could also touch: two
+    groups of a batch may be in one transaction each at the same time only when
+    neither can change what the other stores. Each write reconciles against its
+    entities' rows (and upserts their nodes), replays its idempotency key, numbers its
+    passages after its session's last one, and links new names to stored passages and
+    new passages to stored names (snapshot isolation sees neither side's pending rows)."""
+
+    entities: frozenset[str]
+    keys: frozenset[str]
+    sessions: frozenset[str]
+    names: bool
+    passages: bool
+
+    @classmethod
+    def of(cls, body: Mapping[str, Any], plan: Mapping[str, Any]) -> _Footprint:
+        passages = bool(plan["passages"])
+        key, session = body.get("idempotency_key"), body.get("session_id")
+        return cls(entities=frozenset(str(e["id"]) for e in plan["entities"]),
+                   keys=frozenset([str(key)] if key is not None else []),
+                   sessions=frozenset([str(session)] if passages and session is not None else []),
+                   names=bool(plan["entities"]), passages=passages)
+
+    @classmethod
+    def union(cls, feet: Sequence[_Footprint | None]) -> _Footprint | None:
+        """A group's footprint; None (depends on everything) when a request has none."""
+        if any(f is None for f in feet):
+            return None
+        known = [f for f in feet if f is not None]
+        return cls(entities=frozenset().union(*(f.entities for f in known)), keys=frozenset().union(*(f.keys for f in known)),
+                   sessions=frozenset().union(*(f.sessions for f in known)),
+                   names=any(f.names for f in known), passages=any(f.passages for f in known))
+
+    def apart(self, other: _Footprint) -> bool:
+        """True when neither write can change what the other stores."""
+        return not (self.entities & other.entities or self.keys & other.keys or self.sessions & other.sessions
+                    or (self.names and other.passages) or (self.passages and other.names))
