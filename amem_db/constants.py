@@ -109,6 +109,9 @@ INGEST_LANES = 2
 # the most and what Facts.write_many sends (docs/BENCHMARKS.md "Batched memory writes")
 FACTS_BATCH_MAX = 256
 FACTS_PER_TRANSACTION = 16
+# what a transaction of Facts.write_many holds by default: a triple weighs 1, a passage 2
+# (32 one-fact requests, 16 one-passage ones: amem_db/client/facts.py _weighed)
+FACTS_GROUP_WEIGHT = 32
 # groups of a client batch written at once when independent (amem_db/client/facts.py
 # _Footprint): the engine runs each transaction on a core of its own; 2 gained 1.6-1.75x
 # facts/s on 2 cores (issue 25, session 15)

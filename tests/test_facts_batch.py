@@ -307,6 +307,17 @@ def test_the_group_scheduler_overlaps_only_independent_groups():
         asyncio.run(run_apart([(bad(), foot(["x"])), (job(99), foot(["y"])), (job(100), foot(["z"]))], 2))
 
 
+async def test_default_groups_weigh_triples_and_passages(fresh):
+    """Without per_transaction a group holds FACTS_GROUP_WEIGHT: 32 one-fact requests, 16
+    one-passage ones (a passage weighs 2), fewer when a request brings more."""
+    mem = await fresh()
+    facts = [{"triples": [attr(f"Wren {i}", "role", "x")]} for i in range(40)]
+    notes = [{"text": f"Wren note {i}."} for i in range(20)]
+    both = [{"triples": [attr(f"Yara {i}", "role", "x"), attr(f"Yara {i}", "city", "y")], "text": f"Yara {i} note."} for i in range(10)]
+    got = [(await mem.facts.write_many(r)).transactions for r in (facts, notes, both)]
+    assert got == [2, 2, 2]  # 32 + 8; 16 + 4; 8 (weight 4 each) + 2
+
+
 # --- a bad request fails alone ---------------------------------------------------------------
 async def test_a_bad_request_fails_alone_with_its_typed_error_and_the_others_land(mem, db):
     before = await counts(db)
