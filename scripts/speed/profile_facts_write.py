@@ -263,9 +263,16 @@ async def main() -> None:
     ap.add_argument("--sizes", default="1000,10000")
     ap.add_argument("--per", type=int, default=64, help="requests of each kind per path and size")
     ap.add_argument("--group", type=int, default=16, help="requests per transaction")
+    ap.add_argument("--store", help="profile on a copy of this store instead (e.g. surrealkv://<copy of a bench's "
+                    "data/amem-10000>, ns bench, db b): no fill, --sizes ignored; it is written to")
+    ap.add_argument("--ns", default="bench")
+    ap.add_argument("--db", default="b")
     a = ap.parse_args()
-    conn = await open_connection(Target(url="mem://", ns="prof", db="facts"))
-    await Migrator(conn).migrate()
+    if a.store:
+        conn = await open_connection(Target(url=a.store, ns=a.ns, db=a.db))
+    else:
+        conn = await open_connection(Target(url="mem://", ns="prof", db="facts"))
+        await Migrator(conn).migrate()
     await conn.query(WRITE + OLD + PIECES + instrumented_store_many())
     emb, rng, i = LookupEmbedder(), random.Random(3), 0
     print(f"load {os.getloadavg()}")
@@ -273,9 +280,11 @@ async def main() -> None:
         "before: SELECT VALUE write (5afee0c)": "SELECT VALUE fn::prof::write_old(r, v) FROM $items",
         "after: fn::amem::facts::write_many": "RETURN fn::amem::facts::write_many($items.r, $items.v)",
     }
-    for size in [int(s) for s in a.sizes.split(",")]:
+    for size in ([0] if a.store else [int(s) for s in a.sizes.split(",")]):
         t0 = time.perf_counter()
-        i = await fill(conn, emb, rng, size, i)
+        i = 10**7 if a.store else await fill(conn, emb, rng, size, i)  # a store's own topics end below 10**7
+        if a.store:  # its recorded model (the vectors stay random)
+            emb.name = (await conn.query("SELECT VALUE model FROM ONLY amem_setting:embedding"))[0]
         print(f"filled to {size} facts in {time.perf_counter() - t0:.1f} s, load {os.getloadavg()}", flush=True)
         for kind, make in (("fact", fact_request), ("passage", passage_request)):
             old_steps: dict[str, float] = defaultdict(float)

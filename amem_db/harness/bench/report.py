@@ -62,7 +62,8 @@ def _recall_section(res: list[dict[str, Any]], sizes: list[int]) -> list[str]:
         lines.append(f"| {n:,} + {rc['passages']:,} + {rc['facts']:,} | {_ms(a['p50'])} / {_ms(a['p95'])} | "
                      f"{_ms(b['p50'])} / {_ms(b['p95'])} | {_ratio(a['p50'], b['p50'])} | "
                      f"{rc['passages_per_s']} / {rc['facts_per_s']} |")
-    lines += ["", "Memory written through fn::amem::facts::write_many (groups of 16 requests, one passage or one fact each) with real vectors (the bench passages' own); "
+    lines += ["", "Memory written through mem.facts.write_many (one passage or one fact a request; prepare, a lookup embedder of the bench passages' own vectors, "
+              "then fn::amem::facts::write_many per group: 32 one-fact or 16 one-passage requests, two independent groups at once; the reopens a full WAL forces count in); "
               "recall includes facts and passages; both calls timed after the writes, on the same queries."]
     staged = [(n, rc["stages_p50_ms"]) for n, rc in got if rc.get("stages_p50_ms")]
     if staged:
