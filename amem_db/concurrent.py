@@ -61,8 +61,7 @@ async def run_apart(jobs: Sequence[tuple[Coroutine[Any, Any, None], Apart | None
             job, foot = pending[0]
             blocking = [t for t, f in running if foot is None or f is None or not foot.apart(f)]
             if blocking or len(running) >= limit:
-                first = (blocking or [t for t, _ in running])[0]
-                await asyncio.wait([first])
+                await asyncio.wait(blocking or [t for t, _ in running], return_when=asyncio.FIRST_COMPLETED)
                 for t, _ in running:
                     if t.done():
                         t.result()  # a finished job's error stops the batch here

@@ -186,8 +186,6 @@ class Facts:
         return _call.validated(FactKey, await call(self.mem.conn, "fn::amem::facts::declare_key", key, opts))
 
 
-
-
 @dataclass(frozen=True)
 class _Footprint:
     """What a prepared write reads or writes that another write could also touch: two
@@ -222,8 +220,7 @@ class _Footprint:
         known = [f for f in feet if f is not None]
         return cls(entities=frozenset().union(*(f.entities for f in known)), keys=frozenset().union(*(f.keys for f in known)),
                    sessions=frozenset().union(*(f.sessions for f in known)),
-                   names=any(f.names for f in known), passages=any(f.passages for f in known),
-                   weight=sum(f.weight for f in known))
+                   names=any(f.names for f in known), passages=any(f.passages for f in known))
 
     def apart(self, other: _Footprint) -> bool:
         """True when neither write can change what the other stores."""
