@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..concurrent import run_apart
+from ..concurrent import run_apart, run_many
 from ..constants import FACTS_BATCH_MAX, FACTS_GROUP_WEIGHT, FACTS_IN_FLIGHT, FACTS_PER_TRANSACTION
 from ..db import call, call_each
 from ..errors import AmemError, InvalidInput, NotMigrated, TransportError, server_error
@@ -139,18 +139,21 @@ class Facts:
         each bad one gets its own error."""
         per = min(FACTS_BATCH_MAX, max(32, -(-len(bodies) // max(1, in_flight))))
         groups = [list(bodies[at: at + per]) for at in range(0, len(bodies), per)]
-        gate = asyncio.Semaphore(max(1, in_flight))
 
         async def prepare(group: list[Any]) -> list[tuple[bool, Any]]:
-            async with gate:
-                try:
-                    return [(True, p) for p in await call(self.mem.conn, "fn::amem::facts::prepare_many", group)]
-                except (TransportError, NotMigrated):
-                    raise
-                except AmemError:
-                    return await call_each(self.mem.conn, "fn::amem::facts::prepare", [(b,) for b in group])
+            try:
+                return [(True, p) for p in await call(self.mem.conn, "fn::amem::facts::prepare_many", group)]
+            except (TransportError, NotMigrated):
+                raise
+            except AmemError:
+                return await call_each(self.mem.conn, "fn::amem::facts::prepare", [(b,) for b in group])
 
-        return [x for part in await asyncio.gather(*(prepare(g) for g in groups)) for x in part]
+        out: list[tuple[bool, Any]] = []
+        for part in await run_many(prepare, groups, max(1, in_flight)):
+            if isinstance(part, Exception):
+                raise part
+            out += part
+        return out
 
     async def _embed_plans(self, plans: Sequence[Mapping[str, Any] | None]) -> list[dict[str, Any] | None]:
         """The ``vectors`` argument of each prepared write (None for a failed plan), from
