@@ -4,8 +4,8 @@ The PDF is committed; this script only documents how it was made and lets you
 re-create it. It needs fpdf2, which is NOT a dependency of amem-db, so run it in a
 scratch virtualenv:
 
-    python -m venv /tmp/pdfvenv && /tmp/pdfvenv/bin/pip install fpdf2==2.8.9
-    /tmp/pdfvenv/bin/python examples/make_sample_pdf.py
+    python -m venv .pdfvenv && .pdfvenv/bin/pip install fpdf2==2.8.9
+    .pdfvenv/bin/python examples/make_sample_pdf.py
 
 The output is deterministic for a given fpdf2 version (fixed creation date).
 """

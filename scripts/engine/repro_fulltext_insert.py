@@ -3,7 +3,7 @@ a statement into a table with a FULLTEXT index and into one without, ms a row (m
 0 .. N rows already indexed. URL: the store (default mem://; a surrealkv path must not exist).
 
     PYTHONPATH=. python scripts/engine/repro_fulltext_insert.py 10000
-    URL=surrealkv:///tmp/ftkv PYTHONPATH=. python scripts/engine/repro_fulltext_insert.py 10000
+    URL=surrealkv://<scratch folder>/ftkv PYTHONPATH=. python scripts/engine/repro_fulltext_insert.py 10000
 """
 
 from __future__ import annotations
