@@ -8,7 +8,9 @@ session 15; docs/BENCHMARKS.md "Batched memory writes (issue 25 item 3)"):
 
 One-fact requests (entity ``topic <i>``, as the bench writes them) or one-passage requests
 (``--kind passages``). Work on a copy: the store is written to, and the topics it writes are
-numbered from --start so that a second run on the same copy writes new entities.
+numbered from --start so that a second run on the same copy writes new entities. ``--fill N``:
+first write N passages through the client in the same open (does a larger memtable, all that
+was written since the open, slow the writes down?).
 
     cp -r results/bench-sN/db/amem-10000 <copy>   # a bench run with --keep-db
     PYTHONPATH=. python scripts/speed/ab_write_many_client.py surrealkv://<copy> results/bench-sN/data \\
@@ -43,6 +45,7 @@ async def main() -> None:
     ap.add_argument("--paths", default="raw,client:1:0,client:2:0")
     ap.add_argument("--blocks", type=int, default=3)
     ap.add_argument("--start", type=int, default=100_000)
+    ap.add_argument("--fill", type=int, default=0, help="passages written in this open before the blocks")
     a = ap.parse_args()
     conn = await open_connection(Target(url=a.store, ns="bench", db="b"))
     rows = json.load(open(f"{a.data}/passages.json"))["passages"]
@@ -66,6 +69,12 @@ async def main() -> None:
         parts = {"entities": [v], "attributes": [v], "passages": []} if a.kind == "facts" else {"entities": [], "attributes": [], "passages": [v]}
         return {"model": model} | parts
 
+    if a.fill:
+        t0 = time.perf_counter()
+        for at in range(0, a.fill, BLOCK):
+            await mem.facts.write_many([{"text": rows[i % len(rows)]["text"], "category": "knowledge",
+                                         "source": {"kind": "document", "ref": f"fill-{a.start}-{i}"}} for i in range(at, min(at + BLOCK, a.fill))])
+        print(f"filled: {a.fill} passages in {time.perf_counter() - t0:.1f} s")
     rates: dict[str, list[float]] = {p: [] for p in paths}
     at = a.start
     for _ in range(a.blocks):
