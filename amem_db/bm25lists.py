@@ -109,7 +109,10 @@ async def build(conn: Any, *, size: int = BM25_LIST_SIZE) -> dict[str, Any]:
     lists = 0
     for table in TABLES:
         n = int(counted["rows"][table])
-        stats = {"n": n, "avgdl": counted["lengths"][table] / max(n, 1), "statsGen": int(counted["gen"])}
+        # the table's k1 and b (surql/315 bm25::params) are published with the build: its
+        # lists and the rows written after it score with the parameters the lists were made with
+        stats = {"n": n, "avgdl": counted["lengths"][table] / max(n, 1), "statsGen": int(counted["gen"]),
+                 **await call(conn, "fn::amem::bm25::params", table)}
         lists += await _store(conn, gen, table, await _lists_of(conn, table, stats, dfs[table], size))
         tables[table] = stats
     await call(conn, "fn::amem::bm25::publish", gen, begun["started"], tables)

@@ -126,6 +126,13 @@ BM25_LIST_SIZE = 1000
 # pruning of very common query words counts the passage copies only (surql/310)
 BM25_PASSAGE_TABLES = ("chunk_fts", "audio_chunk_fts")
 BM25_LIST_TABLES = (*BM25_PASSAGE_TABLES, "memory_chunk_fts", "attribute_fts")
+# BM25 (k1, b) of each full-text index (surql/010), and of the champion lists and recent rows
+# of its table (surql/315): the engine's 1.2 / 0.75 but for memory passages, whose length
+# does not normalise (b 0): on LoCoMo the evidence turns are the longer ones (median 48
+# analysed tokens against 33), and b 0.75 pushed exactly them down (issue 26 lever 4,
+# docs/EVALUATION.md "BM25 length normalisation for memory passages")
+BM25_DEFAULT_PARAMS = (1.2, 0.75)
+BM25_PARAMS: dict[str, tuple[float, float]] = {"memory_chunk_fts": (1.2, 0.0), "memory_chunk_fts_recent": (1.2, 0.0)}
 
 RENDER_CONTEXT: dict[str, object] = {
     "ingest_batch_max": INGEST_BATCH_MAX,
@@ -144,4 +151,6 @@ RENDER_CONTEXT: dict[str, object] = {
     "list_size": BM25_LIST_SIZE,
     "bm25_passage_tables": list(BM25_PASSAGE_TABLES),
     "bm25_list_tables": list(BM25_LIST_TABLES),
+    "bm25_default_params": list(BM25_DEFAULT_PARAMS),
+    "bm25_params": {t: list(p) for t, p in BM25_PARAMS.items()},
 }

@@ -69,6 +69,27 @@ async def test_complete_lists_rank_and_score_as_the_engine(mem):
                      await candidates(mem.conn, "memory_chunk", q, lists=False, lens=[["trips/north"]]))
 
 
+async def test_memory_passages_are_not_length_normalised(mem):
+    """Memory passages score without length normalisation (BM25 b 0, amem_db/constants.py
+    BM25_PARAMS; issue 26): a one-turn passage and a long one that say a word once score the
+    same for it, in the engine's statement and in the lists (published with the table's k1
+    and b); attribute renderings (and document passages) keep the engine's 1.2 / 0.75, where
+    the shorter one wins."""
+    assert await call(mem.conn, "fn::amem::bm25::params", "memory_chunk_fts") == {"k1": 1.2, "b": 0.0}
+    assert await call(mem.conn, "fn::amem::bm25::params", "chunk_fts") == {"k1": 1.2, "b": 0.75}
+    (published,) = await mem.conn.query("RETURN $amem_bm25.tables")
+    assert published["memory_chunk_fts"]["b"] == 0.0 and published["attribute_fts"]["b"] == 0.75
+    (scores,) = await mem.conn.query(
+        "RETURN (SELECT VALUE search::score(1) FROM memory_chunk_fts WHERE text @1@ 'calm').map(|$s| math::fixed($s, 9))")
+    assert len(scores) == 40 and len(set(scores)) == 1  # "The day was calm." in notes of 3 to 12 words
+    res = await mem.conn.query(
+        "CREATE attribute_fts:short SET text = 'calm water', entity = entity:x; CREATE attribute_fts:long SET entity = entity:x,"
+        " text = 'calm water on a long and winding river today';"
+        "RETURN (SELECT record::id(id) AS id, search::score(1) AS s FROM attribute_fts WHERE text @1@ 'calm' ORDER BY s DESC).id;"
+        "DELETE attribute_fts:short, attribute_fts:long;")
+    assert res[2] == ["short", "long"]
+
+
 async def test_recall_finds_memory_through_the_lists(mem):
     r = await mem.recall("kayak rapids", mode="bm25", k=5, include=["passages"])
     assert r.hits and all("kayak" in h.text or "rapids" in h.text for h in r.hits)
