@@ -61,6 +61,8 @@ from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from .connection import engine_url
+
 __all__ = [
     "DevServer",
     "BackgroundDevServer",
@@ -452,7 +454,7 @@ class DevServer:
         if self._server is not None:
             return self.ws_url
         try:
-            engine = AsyncEmbeddedDB(self.url)
+            engine = AsyncEmbeddedDB(engine_url(self.url))  # on disk: the product's sync (connection.DEFAULT_SYNC)
             await engine.connect()
         except Exception as exc:
             msg = str(exc)
