@@ -7,6 +7,9 @@ leave-one-conversation-out (LOO) choice of each lever's setting.
     python scripts/quality/locomo_levers.py vectors ../shared/datasets/locomo
     # 2. sweep (seconds; prints the per-lever tables and the LOO table as markdown)
     python scripts/quality/locomo_levers.py sweep ../shared/datasets/locomo --speaker prefix
+    # the LOO over a grid of your own, from today's defaults (options the grid leaves out keep them)
+    python scripts/quality/locomo_levers.py sweep ../shared/datasets/locomo --speaker prefix-text --over current \
+        --grid '{"rrfK": [1, 2, 3], "vw": [0.3, 0.4, 0.5], "adjacent": [0.2, 0.4, 0.6], "window": [0.1, 0.3, 0.5]}'
 
 `collect` writes the dev turns as `amem-db eval` does (`--speaker`: prefix = "Speaker: text"
 with the speaker entity, the product's conversation write) and recalls every judged question
@@ -18,22 +21,27 @@ recall parsed, the seed entities and the turns that mention each seed (speaker e
 the text), and the latency of each recall.
 
 `sweep` recomputes hybrid from the legs the way surql/450 does (weighted RRF over the legs'
-top 50, score / attainable; window boost (s + w in) / (1 + w); then the signals in product
-order), for each lever alone and in combination:
+top 50, score / attainable, the attainable counting the graph leg only when it found rows as
+surql/410 read::live does, except in BASE, the product before issue 26; window boost
+(s + w in) / (1 + w); then the signals in product order), for each lever alone and in
+combination, moved from `--over` (before: BASE; current: CURRENT, the recall defaults now):
 
 * graph: the graph leg of a speaker database (PageRank ties broken by the fused prior: the
   named people's turns in the prior's order), weight `graphWeight`;
 * named: a flat boost of the named people's turns, (s + w named) / (1 + w), after the window;
-* adjacent: surql/450 recall::adjacent (the 10 best passages lend w x 0.5^(d-1) of their
-  score to their session neighbours at d <= 2);
+* adjacent: surql/450 recall::adjacent (the `adjTop` (10) best passages lend w x `decay`
+  (0.5)^(d-1) of their score to their session neighbours at d <= `span` (2));
 * mmr: a light MMR over the fused top 50 (lambda x score - (1 - lambda) x max cosine to
   the turns already picked; the turn vectors from the embedding cache);
-* fusion: rrfK x vectorWeight.
+* fusion: rrfK x vectorWeight, and `lexDepth` / `vecDepth`: how much of each leg's top 50
+  the RRF reads (the product reads its pool, 64).
 
 LOO: for each dev conversation, the setting with the best Recall@10 (ties: nDCG@10) over
 the questions of the other two, among those that keep every category's Recall@5 there (to
-0.5 point) at the setting before issue 26, is scored on the held-out one; the table reports the three
-held-out scores pooled (every question scored once, by a setting that never saw it).
+0.5 point) at the setting before issue 26 (BASE, on the legs as collected), is scored on the
+held-out one (ties: the current defaults); the table reports the three held-out scores pooled
+(every question scored once, by a setting that never saw it) beside the current defaults, with
+the per-question R@10 change and its paired bootstrap interval.
 """
 from __future__ import annotations
 
@@ -173,8 +181,8 @@ class Sim:
 
     def rank(self, qid: str, p: dict[str, Any]) -> list[str]:
         row = self.q[qid]
-        vec = [t for t, _ in row["vector"]]
-        lex = [t for t, _ in row["bm25"]]
+        vec = [t for t, _ in row["vector"]][:p["vecDepth"]]
+        lex = [t for t, _ in row["bm25"]][:p["lexDepth"]]
         wv, rk = p["vw"], p["rrfK"]
         wl = 1 - wv
         named = self.named_of[qid]
@@ -190,8 +198,11 @@ class Sim:
             g = sorted(named, key=lambda t: (-named[t], pr.get(t, 10**6), t))[:64]
             for i, t in enumerate(g):
                 fused[t] = fused.get(t, 0.0) + wg / (rk + i + 1)
-        # the graph leg runs in hybrid whenever graphWeight > 0 (seeds or not): it counts in attainable
-        att = (wv + wl + wg) / (rk + 1)
+        # the attainable RRF counts the graph leg only when it found rows (surql/410 read::live):
+        # p["legacyAttainable"] counts it whenever it runs (graphWeight > 0), as before issue 26
+        # (BASE), which halved every fused score of a store without entities
+        graph_rows = wg > 0 and bool(named)
+        att = (wv + wl + (wg if graph_rows or (wg > 0 and p.get("legacyAttainable")) else 0.0)) / (rk + 1)
         s = {t: min(1.0, x / att) for t, x in fused.items()}
         # window boost
         ww = p["window"]
@@ -202,15 +213,15 @@ class Sim:
         if wn > 0 and named:
             s = {t: (x + (wn if t in named else 0.0)) / (1 + wn) for t, x in s.items()}
         ranked = sorted(s, key=lambda t: (-s[t], t))
-        # adjacency (recall::adjacent)
+        # adjacency (recall::adjacent: the adjTop best lend adjacent x decay^(d-1) of their score, d <= span)
         aw = p["adjacent"]
         if aw > 0:
             offers: dict[str, float] = {}
-            for h in ranked[:10]:
+            for h in ranked[:p["adjTop"]]:
                 key, i = self.order[h]
                 sess = self.sessions[key]
-                for d in range(1, p.get("span", 2) + 1):
-                    lift = aw * 0.5 ** (d - 1) * s[h]
+                for d in range(1, p["span"] + 1):
+                    lift = aw * p["decay"] ** (d - 1) * s[h]
                     for j in (i - d, i + d):
                         if 0 <= j < len(sess):
                             offers[sess[j]] = max(offers.get(sess[j], 0.0), lift)
@@ -245,7 +256,21 @@ def mmr(ids: list[str], s: dict[str, float], vec: dict[str, Any], lam: float) ->
 
 DEFAULT_GRID = {"rrfK": [1.0, 2.0, 3.0], "vw": [0.3, 0.4, 0.5], "graph": [0.0, 0.1, 0.2, 0.3, 1.0],
                 "named": [0.0, 0.1, 0.2, 0.3], "adjacent": [0.0, 0.1, 0.2], "mmr": [1.0]}
-BASE = {"vw": 0.4, "rrfK": 2.0, "graph": 1.0, "window": 0.3, "named": 0.0, "adjacent": 0.0, "mmr": 1.0}
+# the product before issue 26 (the LOO guard's baseline): no adjacency, the graph leg in the
+# attainable whether or not it found rows
+BASE = {"vw": 0.4, "rrfK": 2.0, "graph": 1.0, "window": 0.3, "named": 0.0, "adjacent": 0.0, "mmr": 1.0,
+        "legacyAttainable": True,
+        # the shape of the adjacency signal (surql/450 adjacent_top, adjacent_span, adjacent_decay) and
+        # how deep the RRF reads each leg: the product's, spelt out so that a grid moving them holds CURRENT
+        "adjTop": 10, "span": 2, "decay": 0.5, "lexDepth": DEPTH, "vecDepth": DEPTH}
+# the product's recall defaults now (surql/450, 410 read::live), per --speaker: without entities
+# the graph leg has no rows; with them it hands the named people's turns to the speaker signal
+# (speakerWeight 0.2, simulated as the named boost) and, on LoCoMo, finds nothing else
+CURRENT = {"prefix-text": BASE | {"adjacent": 0.4, "legacyAttainable": False},
+           "prefix": BASE | {"adjacent": 0.4, "graph": 0.0, "named": 0.2, "legacyAttainable": False}}
+# the sweepable options (the label of a setting shows those the grid moves)
+SHORT = {"rrfK": "rrfK", "vw": "vw", "graph": "graph", "named": "named", "adjacent": "adjacent", "window": "window",
+         "mmr": "mmr", "lexDepth": "lexDepth", "vecDepth": "vecDepth", "adjTop": "adjTop", "span": "span", "decay": "decay"}
 
 
 def table_row(name: str, sim: Sim, p: dict[str, Any]) -> tuple[str, dict[str, list[str]]]:
@@ -260,8 +285,10 @@ def table_row(name: str, sim: Sim, p: dict[str, Any]) -> tuple[str, dict[str, li
     return "| " + " | ".join(cells) + " |", rk
 
 
-def loo(sim: Sim, grid: list[dict[str, Any]], label: Callable[[dict[str, Any]], str]) -> tuple[list[str], dict[str, list[str]]]:
-    """Per held-out conversation: the grid point best on the other two (R@10, then nDCG@10)."""
+def loo(sim: Sim, grid: list[dict[str, Any]], label: Callable[[dict[str, Any]], str],
+        prefer: dict[str, Any] | None = None) -> tuple[list[str], dict[str, list[str]]]:
+    """Per held-out conversation: the grid point best on the other two (R@10, then nDCG@10,
+    then `prefer`, the current default, if it is in the grid)."""
     convs = sorted({r["conversation"] for r in sim.q.values()})
     cache = [{q: sim.rank(q, p) for q in sim.q} for p in grid]
     lines, pooled = [], {}
@@ -270,17 +297,25 @@ def loo(sim: Sim, grid: list[dict[str, Any]], label: Callable[[dict[str, Any]], 
         test = [q for q in sim.q if sim.q[q]["conversation"] == held]
         # the goal's guard: no category's R@5 on the two training conversations under the
         # product's setting before issue 26 (BASE), to 0.5 point
-        base = {q: sim.rank(q, BASE | {"graph": 1.0}) for q in train}
+        base = {q: sim.rank(q, BASE) for q in train}
         def r5(rk: dict[str, list[str]], c: int, train: list[str] = train) -> float:
             ids = [q for q in train if sim.q[q]["category"] == c]
             return scores(rk, sim.qrels, ids)["r5"] if ids else 0.0
         floor = {c: r5(base, c) - 0.005 for c in CATS}
-        ok = [i for i in range(len(grid)) if all(r5(cache[i], c) >= floor[c] for c in CATS)] or list(range(len(grid)))
+        passed = [i for i in range(len(grid)) if all(r5(cache[i], c) >= floor[c] for c in CATS)]
+        ok = passed or list(range(len(grid)))
         best = max(ok, key=lambda i: (round(scores(cache[i], sim.qrels, train)["r10"], 6),
-                                      scores(cache[i], sim.qrels, train)["ndcg10"]))
+                                      round(scores(cache[i], sim.qrels, train)["ndcg10"], 6), grid[i] == prefer))
         tr = scores(cache[best], sim.qrels, train)
         te = scores(cache[best], sim.qrels, [q for q in test if q in sim.judged])
-        lines.append(f"| {held} | {label(grid[best])} | {tr['r10'] * 100:.1f} | {te['r5'] * 100:.1f} / {te['r10'] * 100:.1f} / {te['ndcg10'] * 100:.1f} |")
+        # the current defaults on the two: their train R@10 and the categories whose R@5 fails the guard
+        cur = next((i for i in range(len(grid)) if grid[i] == prefer), None)
+        there = "not in the grid" if cur is None else (
+            f"{scores(cache[cur], sim.qrels, train)['r10'] * 100:.1f}, "
+            + (", ".join(f"{NAMES[c]} R@5 {r5(cache[cur], c) * 100:.1f} < {(floor[c] + 0.005) * 100:.1f}" for c in CATS
+                         if r5(cache[cur], c) < floor[c]) or "passes"))
+        lines.append(f"| {held} | {label(grid[best])} | {len(passed)} of {len(grid)} | {tr['r10'] * 100:.1f} | {there} | "
+                     f"{te['r5'] * 100:.1f} / {te['r10'] * 100:.1f} / {te['ndcg10'] * 100:.1f} |")
         pooled |= {q: cache[best][q] for q in test}
     return lines, pooled
 
@@ -300,45 +335,61 @@ def sweep(args: argparse.Namespace) -> None:
     head = "| setting | all 1-4 R@5 / R@10 / nDCG@10 | " + " | ".join(f"{c} {NAMES[c]}" for c in CATS) + " |"
     sep = "|---" * (2 + len(CATS)) + "|"
 
+    # the lever tables move one option from --over: the product before issue 26 or its defaults now
+    over = BASE if args.over == "before" else CURRENT[args.speaker]
+
     def show(title: str, rows: list[tuple[str, dict[str, Any]]]) -> None:
-        print(f"\n### {title}\n\n{head}\n{sep}")
+        print(f"\n### {title} (over {args.over})\n\n{head}\n{sep}")
         for name, p in rows:
-            print(table_row(name, sim, BASE | p)[0], flush=True)
+            print(table_row(name, sim, over | p)[0], flush=True)
 
     ref = {q: [t for t, _ in r["hybrid"]] for q, r in sim.q.items()}
     print(f"\nproduct hybrid (as collected, options {data['options']}):",
           {k: round(v * 100, 1) for k, v in scores(ref, sim.qrels, sim.judged).items()})
-    show("fusion (rrfK / vectorWeight)", [(f"rrfK {k:g} / vw {v:g}", {"rrfK": k, "vw": v})
-                                          for k in (1, 2, 3, 5) for v in (0.3, 0.4, 0.5)])
-    if args.speaker != "prefix-text":
-        show("graph leg weight (speaker entities)", [(f"graphWeight {g:g}", {"graph": g}) for g in (0, 0.1, 0.2, 0.3, 0.5, 1.0)])
-        show("named boost", [(f"named {w:g}", {"named": w}) for w in (0, 0.05, 0.1, 0.2, 0.3, 0.5)])
-    show("adjacency", [(f"adjacent {w:g}", {"adjacent": w}) for w in (0, 0.1, 0.2, 0.3, 0.5)])
-    show("window weight", [(f"window {w:g}", {"window": w}) for w in (0, 0.1, 0.3, 0.5)])
-    show("MMR over the top 50", [(f"lambda {w:g}", {"mmr": w}) for w in (1.0, 0.9, 0.8, 0.7)])
-    # the combined grid and LOO
+    now = {q: sim.rank(q, CURRENT[args.speaker]) for q in sim.q}
+    same = sum(now[q][:10] == ref[q][:10] for q in sim.judged)
+    print(f"simulated at the current defaults: {({k: round(v * 100, 1) for k, v in scores(now, sim.qrels, sim.judged).items()})}; "
+          f"top 10 as the product's for {same} of {len(sim.judged)} questions")
+    if args.show:
+        for spec in args.show:
+            print(table_row(spec, sim, over | json.loads(spec))[0])
+    if not args.loo_only:
+        show("fusion (rrfK / vectorWeight)", [(f"rrfK {k:g} / vw {v:g}", {"rrfK": k, "vw": v})
+                                              for k in (1, 2, 3, 5) for v in (0.3, 0.4, 0.5)])
+        if args.speaker != "prefix-text":
+            show("graph leg weight (speaker entities)", [(f"graphWeight {g:g}", {"graph": g}) for g in (0, 0.1, 0.2, 0.3, 0.5, 1.0)])
+            show("named boost", [(f"named {w:g}", {"named": w}) for w in (0, 0.05, 0.1, 0.2, 0.3, 0.5)])
+        show("adjacency", [(f"adjacent {w:g}", {"adjacent": w}) for w in (0, 0.1, 0.2, 0.3, 0.4, 0.5)])
+        show("window weight", [(f"window {w:g}", {"window": w}) for w in (0, 0.1, 0.3, 0.5)])
+        show("MMR over the top 50", [(f"lambda {w:g}", {"mmr": w}) for w in (1.0, 0.95, 0.9, 0.8, 0.7)])
+    # the combined grid and LOO (over --over, so the options the grid leaves out keep its values)
     spec = json.loads(args.grid) if args.grid else DEFAULT_GRID
     if args.speaker == "prefix-text":
         spec = spec | {"graph": [1.0], "named": [0.0]}  # no entities: neither has anything to do
     keys = list(spec)
-    grid = [BASE | dict(zip(keys, vals, strict=True)) for vals in itertools.product(*(spec[k] for k in keys))]
-    lab = lambda p: f"rrfK {p['rrfK']:g}, vw {p['vw']:g}, graph {p['graph']:g}, named {p['named']:g}, adjacent {p['adjacent']:g}, mmr {p['mmr']:g}"  # noqa: E731
-    lines, pooled = loo(sim, grid, lab)
-    print(f"\n### leave-one-conversation-out over {len(grid)} settings\n\n| held out | chosen on the other two | "
-          "train R@10 | held-out R@5 / R@10 / nDCG@10 |\n|---|---|---|---|")
+    grid = [over | dict(zip(keys, vals, strict=True)) for vals in itertools.product(*(spec[k] for k in keys))]
+    shown = [k for k in SHORT if k in ("rrfK", "vw") or len(spec.get(k, [])) > 1]
+    lab = lambda p: ", ".join(f"{SHORT[k]} {p[k]:g}" for k in shown)  # noqa: E731
+    cur = CURRENT[args.speaker]
+    lines, pooled = loo(sim, grid, lab, prefer=cur)
+    print(f"\n### leave-one-conversation-out over {len(grid)} settings (over {args.over}; the current defaults "
+          f"{'in' if cur in grid else 'not in'} the grid)\n\n| held out | chosen on the other two | pass the R@5 guard | "
+          "train R@10 | the current defaults there: train R@10, guard | held-out R@5 / R@10 / nDCG@10 |\n|---|---|---|---|---|---|")
     print("\n".join(lines))
-    pq = scores(pooled, sim.qrels, sim.judged)
-    print(f"| pooled (each question by a setting that never saw it) | | | {pq['r5'] * 100:.1f} / {pq['r10'] * 100:.1f} / {pq['ndcg10'] * 100:.1f} |")
-    for c in CATS:
-        ids = [q for q in sim.judged if sim.q[q]["category"] == c]
-        x = scores(pooled, sim.qrels, ids)
-        print(f"|   {c} {NAMES[c]} | | | {x['r5'] * 100:.1f} / {x['r10'] * 100:.1f} / {x['ndcg10'] * 100:.1f} |")
+    for name, rk in (("pooled (each question by a setting that never saw it)", pooled), ("the current defaults, simulated", now)):
+        pq = scores(rk, sim.qrels, sim.judged)
+        print(f"| {name} | | | | | {pq['r5'] * 100:.1f} / {pq['r10'] * 100:.1f} / {pq['ndcg10'] * 100:.1f} |")
+        for c in CATS:
+            ids = [q for q in sim.judged if sim.q[q]["category"] == c]
+            x = scores(rk, sim.qrels, ids)
+            print(f"|   {c} {NAMES[c]} | | | | | {x['r5'] * 100:.1f} / {x['r10'] * 100:.1f} / {x['ndcg10'] * 100:.1f} |")
+    d = np.asarray([recall_at(pooled[q], sim.qrels[q], 10) - recall_at(now[q], sim.qrels[q], 10) for q in sim.judged])
+    boot = np.random.default_rng(0).choice(d, size=(2000, len(d))).mean(axis=1)
+    lo, hi = np.percentile(boot, [2.5, 97.5]) * 100
+    print(f"\nR@10 per question, pooled LOO against the current defaults (simulated): rose for {int((d > 0).sum())}, "
+          f"fell for {int((d < 0).sum())}; mean {d.mean() * 100:+.1f} points, paired bootstrap 95% [{lo:+.1f}, {hi:+.1f}]")
     lat = {mode: statistics.median(r["ms"][mode] for r in sim.q.values()) for mode in ("bm25", "vector", "graph", "hybrid")}
     print("\nrecall p50 ms as collected:", {k: round(v, 1) for k, v in lat.items()})
-    if args.show:
-        for spec in args.show:
-            p = BASE | json.loads(spec)
-            print(table_row(spec, sim, p)[0])
 
 
 def _date_words(iso: str) -> str:
@@ -393,7 +444,11 @@ def main() -> None:
     ap.add_argument("--options", default="", help="collect: JSON recall options for the hybrid reference run")
     ap.add_argument("--tag", default="", help="a suffix for the collected file")
     ap.add_argument("--grid", default="", help="sweep: the LOO grid as JSON {option: [values]} (default DEFAULT_GRID)")
-    ap.add_argument("--show", action="append", help="sweep: also print this setting (JSON over the defaults)")
+    ap.add_argument("--show", action="append", help="sweep: also print this setting (JSON over --over)")
+    ap.add_argument("--over", default="before", choices=("before", "current"),
+                    help="sweep: what the lever tables and the grid start from: the product before issue 26 (BASE) "
+                         "or its recall defaults now (CURRENT)")
+    ap.add_argument("--loo-only", action="store_true", help="sweep: skip the one-lever tables")
     ap.add_argument("--db-dir", default="results/.db")
     ap.add_argument("--out", default="results/levers")
     args = ap.parse_args()
