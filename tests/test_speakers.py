@@ -19,6 +19,7 @@ import pytest
 from helpers import hash_memory
 
 from amem_db import InvalidInput
+from amem_db.constants import ADJACENT_DECAY
 
 _n = itertools.count()
 BASE = datetime(2023, 5, 1, 10, 0, tzinfo=UTC)
@@ -237,8 +238,9 @@ async def test_the_adjacency_signal_lifts_the_neighbours_of_a_strong_hit(mem):
         assert a["lift"] == pytest.approx(a["share"] * a["base"])
     for i in (2, 6):  # two turns away: at least the best hit's offer at distance 2
         a = lifted[ws[i].passages[0]]
-        assert a["lift"] == pytest.approx(a["share"] * a["base"]) and a["share"] in (pytest.approx(0.5), pytest.approx(0.25))
-        assert a["lift"] >= 0.25 * score_off[best] - 1e-9
+        assert a["lift"] == pytest.approx(a["share"] * a["base"])
+        assert a["share"] in (pytest.approx(0.5), pytest.approx(0.5 * ADJACENT_DECAY))
+        assert a["lift"] >= 0.5 * ADJACENT_DECAY * score_off[best] - 1e-9
     score_on = {h.id: h.score for h in on.hits}
     n = ws[3].passages[0]
     assert score_on[n] == pytest.approx(min(1.0, score_off.get(n, 0.0) + lifted[n]["lift"]), abs=1e-6)
