@@ -50,16 +50,14 @@ WAL_REOPEN_BYTES = int(os.environ.get("AMEM_WAL_REOPEN_MB") or 700) * 1024 * 102
 DEFAULT_NS = "amem"
 DEFAULT_DB = "main"
 
-# How often an on-disk embedded store syncs its write-ahead log to disk, unless its URL
-# (`?sync=every|never|<duration>`), AMEM_SYNC or the engine's SURREAL_DATASTORE_SYNC_DATA
-# says otherwise. Every commit still reaches the operating system before it returns, so a
-# killed process loses nothing it was told was written (tests/test_facts_batch.py); a power
-# loss or kernel crash may lose the last second, as Redis's `appendfsync everysec` or
-# MongoDB's journal interval. The engine's own default, `every`, fsyncs each commit, and a
-# new full-text row commits a transaction of its own (its document id, docs/ENGINE-ISSUES.md
-# #41): with two writers in flight that held batched memory writes at 282 facts/s, 376/s at
-# 1s (issue 25, docs/BENCHMARKS.md "Syncing the write-ahead log").
-DEFAULT_SYNC = "1s"
+# How often an on-disk embedded store syncs its write-ahead log to disk: the engine's own
+# default, every commit, unless the URL (`?sync=every|never|<duration>`) or AMEM_SYNC says
+# otherwise (the URL wins). A new full-text row commits and fsyncs a transaction of its own
+# (docs/ENGINE-ISSUES.md #41), which holds back batched writes: `1s` took them 205 -> 279
+# facts/s at 10k, but made the vector leg ~2x and the engine's KNN ~4x slower at 100k chunks
+# (hybrid 92 -> 167 ms p50), so it is not the default (docs/BENCHMARKS.md
+# "Syncing the write-ahead log"). Every commit reaches the log file before it returns in every mode: a
+# killed process loses nothing it acknowledged (tests/test_facts_batch.py).
 ON_DISK_SCHEMES = ("surrealkv", "surrealkv+versioned", "file")
 
 # Oldest engine we support: 3.0 brought FULLTEXT ... BM25, search::rrf, closures
@@ -124,16 +122,15 @@ def resolve_target(
 
 
 def engine_url(url: str, env: Mapping[str, str] | None = None) -> str:
-    """The URL the engine opens: an on-disk embedded store gets ``sync=DEFAULT_SYNC``
-    (or AMEM_SYNC) unless the URL or the engine's SURREAL_DATASTORE_SYNC_DATA sets one."""
+    """The URL the engine opens: an on-disk embedded store gets ``sync=$AMEM_SYNC`` when that
+    is set and the URL names no sync of its own; otherwise the URL as given."""
     env = os.environ if env is None else env
     scheme, _, rest = url.partition("://")
     query = rest.partition("?")[2]
-    if scheme.lower() not in ON_DISK_SCHEMES or any(p.split("=")[0] == "sync" for p in query.split("&") if p):
+    sync = env.get("AMEM_SYNC")
+    if not sync or scheme.lower() not in ON_DISK_SCHEMES or any(p.split("=")[0] == "sync" for p in query.split("&") if p):
         return url
-    if env.get("SURREAL_DATASTORE_SYNC_DATA") and not env.get("AMEM_SYNC"):
-        return url
-    return f"{url}{'&' if query else ('' if url.endswith('?') else '?')}sync={env.get('AMEM_SYNC') or DEFAULT_SYNC}"
+    return f"{url}{'&' if query else ('' if url.endswith('?') else '?')}sync={sync}"
 
 
 def check_scheme(url: str) -> None:

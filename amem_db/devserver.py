@@ -454,7 +454,7 @@ class DevServer:
         if self._server is not None:
             return self.ws_url
         try:
-            engine = AsyncEmbeddedDB(engine_url(self.url))  # on disk: the product's sync (connection.DEFAULT_SYNC)
+            engine = AsyncEmbeddedDB(engine_url(self.url))  # on disk: AMEM_SYNC, as the client opens it
             await engine.connect()
         except Exception as exc:
             msg = str(exc)

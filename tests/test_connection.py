@@ -3,7 +3,7 @@
 
 import pytest
 
-from amem_db.connection import DEFAULT_SYNC, check_engine_version, engine_url, resolve_target
+from amem_db.connection import check_engine_version, engine_url, resolve_target
 from amem_db.errors import EngineTooOld, UnknownUrlScheme
 
 
@@ -14,17 +14,16 @@ def test_default_is_a_project_local_embedded_database(tmp_path):
     assert (t.ns, t.db, t.user) == ("amem", "main", None)
 
 
-def test_an_on_disk_store_syncs_its_log_once_a_second_unless_told_otherwise():
-    """connection.DEFAULT_SYNC (1s) for surrealkv / file stores; a sync in the URL, AMEM_SYNC
-    or the engine's own SURREAL_DATASTORE_SYNC_DATA wins; memory and servers are left alone."""
-    assert DEFAULT_SYNC == "1s"
-    assert engine_url("surrealkv:///d/db", env={}) == "surrealkv:///d/db?sync=1s"
-    assert engine_url("surrealkv+versioned:///d/db?versioned=true", env={}) == "surrealkv+versioned:///d/db?versioned=true&sync=1s"
+def test_an_on_disk_store_syncs_as_the_engine_does_unless_told_otherwise():
+    """The engine's own sync (every commit) by default; AMEM_SYNC sets another for surrealkv /
+    file stores, a sync in the URL wins over it; memory and servers are left alone."""
+    assert engine_url("surrealkv:///d/db", env={}) == "surrealkv:///d/db"
+    assert engine_url("surrealkv:///d/db", env={"AMEM_SYNC": "1s"}) == "surrealkv:///d/db?sync=1s"
+    assert engine_url("surrealkv+versioned:///d/db?versioned=true", env={"AMEM_SYNC": "never"}) == "surrealkv+versioned:///d/db?versioned=true&sync=never"
     assert engine_url("file:///d/db", env={"AMEM_SYNC": "every"}) == "file:///d/db?sync=every"
     assert engine_url("surrealkv:///d/db?sync=every", env={"AMEM_SYNC": "never"}) == "surrealkv:///d/db?sync=every"
-    assert engine_url("surrealkv:///d/db", env={"SURREAL_DATASTORE_SYNC_DATA": "every"}) == "surrealkv:///d/db"
     for url in ("mem://", "ws://db:8000", "https://db"):
-        assert engine_url(url, env={}) == url
+        assert engine_url(url, env={"AMEM_SYNC": "1s"}) == url
 
 
 def test_environment_beats_default_and_options_beat_environment():

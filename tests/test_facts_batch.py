@@ -504,8 +504,8 @@ async def test_a_process_killed_in_a_batch_leaves_whole_requests_and_every_ackno
         child.send_signal(signal.SIGKILL)
         child.wait()
     # every batch the writer was told was written (it printed its number after write_many
-    # returned): the store syncs its log once a second (connection.DEFAULT_SYNC), but each
-    # commit reaches the operating system before it returns, so a killed process loses none
+    # returned): each commit reaches the log file before it returns, whatever the store's sync
+    # (AMEM_SYNC, connection.engine_url), so a killed process loses none
     acknowledged = int(([1] + [line for line in child.stdout.read().split() if line.isdigit()])[-1])
     mem = await Memory.open(url=url, embedder="hash:384")
     try:
