@@ -53,7 +53,7 @@ async def main() -> None:
     ap.add_argument("folder", type=Path)
     ap.add_argument("--rows", type=int, default=1600)
     a = ap.parse_args()
-    print(f"| sync | index | words | 1 writer: rows/s (CPU ms a row) | 2 writers |\n|---|---|---|---|---|")
+    print("| sync | index | words | 1 writer: rows/s (CPU ms a row) | 2 writers |\n|---|---|---|---|---|")
     for sync in ("every", "1s", "never"):
         for fulltext in (False, True):
             for words in (1, 28):
