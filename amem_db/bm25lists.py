@@ -13,6 +13,11 @@ for it, at most ``BM25_LIST_SIZE``, so its cost does not grow with the table
    ``publish`` switches every reader to the build and clears the recent rows it covers,
    and the previous build's lists are dropped.
 
+A table that is empty when a build counts gets no lists: its leg keeps the engine's
+statement and its writes no recent copy (one new full-text row a write, not two: each
+commits a transaction of its own, docs/ENGINE-ISSUES.md #41) until it holds ``MIN_ROWS``
+rows, when ``maintain --auto`` builds again (``due``).
+
 A build that dies before ``publish`` leaves the published lists in use and its own rows
 unpublished; the next build drops them first.
 """
@@ -47,10 +52,14 @@ async def status(conn: Any) -> dict[str, Any]:
 
 
 def due(st: dict[str, Any], *, min_rows: int = MIN_ROWS, share: float = RECENT_SHARE) -> bool:
-    """Whether ``maintain --auto`` should build: no lists yet over enough rows, or too many recent rows."""
+    """Whether ``maintain --auto`` should build: no lists yet over enough rows, a table the
+    lists leave out (it was empty) grown to ``min_rows``, or too many recent rows."""
     rows = sum(int(st[t]["rows"]) for t in TABLES)
     if st["published"] is None:
         return rows >= min_rows
+    listed = st["published"].get("tables") or {}
+    if any(t not in listed and int(st[t]["rows"]) >= min_rows for t in TABLES):
+        return True
     recent = sum(int(st[t]["recent"]) for t in TABLES)
     return recent >= max(min_rows // 10, share * max(rows, 1))
 
@@ -109,6 +118,8 @@ async def build(conn: Any, *, size: int = BM25_LIST_SIZE) -> dict[str, Any]:
     lists = 0
     for table in TABLES:
         n = int(counted["rows"][table])
+        if n == 0:
+            continue  # no lists: the engine's statement reads it, and its writes keep no recent copy
         # the table's k1 and b (surql/315 bm25::params) are published with the build: its
         # lists and the rows written after it score with the parameters the lists were made with
         stats = {"n": n, "avgdl": counted["lengths"][table] / max(n, 1), "statsGen": int(counted["gen"]),

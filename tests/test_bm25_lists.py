@@ -164,6 +164,9 @@ async def test_building_is_for_the_operator_and_checks_its_input(mem):
         await call(mem.conn, "fn::amem::bm25::store", 1, "chunk", [])
     with pytest.raises(InvalidInput, match="publish takes"):
         await call(mem.conn, "fn::amem::bm25::publish", 9, datetime(2026, 1, 1, tzinfo=UTC), {"chunk_fts": {}})
+    stats = {"n": 3, "avgdl": 2.0, "statsGen": 1, "k1": 1.2, "b": 0.75}
+    with pytest.raises(InvalidInput, match="publish takes"):
+        await call(mem.conn, "fn::amem::bm25::publish", 9, datetime(2026, 1, 1, tzinfo=UTC), {"chunk": stats})
     (pub,) = await mem.conn.query("RETURN $amem_bm25.gen")
     with pytest.raises(InvalidInput, match="published one"):
         await call(mem.conn, "fn::amem::bm25::drop_build", pub)
@@ -174,10 +177,14 @@ def test_maintain_builds_when_due():
     assert not bm25lists.due(empty)
     big = {**empty, "chunk_fts": {"rows": bm25lists.MIN_ROWS, "recent": 0}}
     assert bm25lists.due(big)
-    built = {**big, "published": {"gen": 1}}
+    built = {**big, "published": {"gen": 1, "tables": {"chunk_fts": {"n": bm25lists.MIN_ROWS}}}}
     assert not bm25lists.due(built)
     stale = {**built, "chunk_fts": {"rows": 10_000, "recent": 2_000}}
     assert bm25lists.due(stale)
+    # a table the build left out (it was empty) is due once it holds MIN_ROWS rows
+    grown = {**built, "memory_chunk_fts": {"rows": bm25lists.MIN_ROWS - 1, "recent": 0}}
+    assert not bm25lists.due(grown)
+    assert bm25lists.due({**grown, "memory_chunk_fts": {"rows": bm25lists.MIN_ROWS, "recent": 0}})
 
 
 # --- record users (dev server): a tenant reads only the lists of its grants -----------------

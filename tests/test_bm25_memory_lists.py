@@ -11,7 +11,7 @@ value stops counting; `forget --purge` leaves no list entry behind.
 from __future__ import annotations
 
 import pytest
-from helpers import attr, hash_memory
+from helpers import attr, hash_memory, own_db  # noqa: F401 (a fixture)
 
 from amem_db import bm25lists
 from amem_db.db import call
@@ -145,3 +145,33 @@ async def test_scrub_takes_only_a_list_table(mem):
 
     with pytest.raises(InvalidInput, match="scrub takes one of"):
         await call(mem.conn, "fn::amem::bm25::scrub", "chunk", "k", "text", [])
+
+
+async def test_a_table_empty_at_the_build_gets_no_lists_and_its_writes_no_recent_copy(own_db):
+    """Documents listed, memory still empty (a store that ingested first): the build leaves the
+    memory tables out, so a later memory write enters one full-text index, not also the recent
+    copy (docs/ENGINE-ISSUES.md #41), recall's BM25 finds it through the engine's statement,
+    and the next build lists it."""
+    m = hash_memory(own_db)
+    for i in range(6):
+        await m.documents.ingest_text(f"Field guide {i}: {note(i)}", source=f"guide-{i}", embed=False)
+    await bm25lists.build(own_db)
+    (listed,) = await own_db.query("RETURN object::keys($amem_bm25.tables)")
+    assert listed == ["chunk_fts"]
+    await m.facts.write({"text": "A passage about a whitewater slalom.", "session_id": "s1"})
+    await m.facts.write({"triples": [attr("Guide Late", "favourite_river", "slalom canal")]})
+    recent = (await own_db.query(
+        "RETURN [count(SELECT id FROM memory_chunk_fts_recent), count(SELECT id FROM attribute_fts_recent), count(SELECT id FROM memory_chunk_fts)]"))
+    assert recent == [[0, 0, 1]]
+    r = await m.recall("slalom", mode="bm25", k=5, include=["passages"])
+    assert [h.text for h in r.hits] == ["A passage about a whitewater slalom."]
+    for i in range(6):  # slalom then sits in fewer than half the passages (idf > 0)
+        await m.facts.write({"text": note(i), "session_id": "s2"})
+    await bm25lists.build(own_db)
+    (listed,) = await own_db.query("RETURN object::keys($amem_bm25.tables)")
+    assert sorted(listed) == ["attribute_fts", "chunk_fts", "memory_chunk_fts"]
+    await m.facts.write({"text": "A second slalom passage, after the lists.", "session_id": "s1"})
+    (recent,) = await own_db.query("SELECT VALUE text FROM memory_chunk_fts_recent")
+    assert recent == ["A second slalom passage, after the lists."]
+    assert [t for t, _ in await candidates(own_db, "memory_chunk", "slalom", lists=True)] == [
+        t for t, _ in await candidates(own_db, "memory_chunk", "slalom", lists=False)]
