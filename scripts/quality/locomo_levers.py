@@ -57,6 +57,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from amem_db.constants import ADJACENT_DECAY
 from amem_db.harness import locomo
 
 CATS = (4, 1, 2, 3)  # the paper's column order, categories 1-4
@@ -266,8 +267,8 @@ BASE = {"vw": 0.4, "rrfK": 2.0, "graph": 1.0, "window": 0.3, "named": 0.0, "adja
 # the product's recall defaults now (surql/450, 410 read::live), per --speaker: without entities
 # the graph leg has no rows; with them it hands the named people's turns to the speaker signal
 # (speakerWeight 0.2, simulated as the named boost) and, on LoCoMo, finds nothing else
-CURRENT = {"prefix-text": BASE | {"adjacent": 0.4, "legacyAttainable": False},
-           "prefix": BASE | {"adjacent": 0.4, "graph": 0.0, "named": 0.2, "legacyAttainable": False}}
+CURRENT = {"prefix-text": BASE | {"adjacent": 0.4, "decay": ADJACENT_DECAY, "legacyAttainable": False},
+           "prefix": BASE | {"adjacent": 0.4, "decay": ADJACENT_DECAY, "graph": 0.0, "named": 0.2, "legacyAttainable": False}}
 # the sweepable options (the label of a setting shows those the grid moves)
 SHORT = {"rrfK": "rrfK", "vw": "vw", "graph": "graph", "named": "named", "adjacent": "adjacent", "window": "window",
          "mmr": "mmr", "lexDepth": "lexDepth", "vecDepth": "vecDepth", "adjTop": "adjTop", "span": "span", "decay": "decay"}

@@ -54,7 +54,7 @@ CATS = levers.CATS
 NAMES = levers.NAMES
 DEPTH = levers.DEPTH
 # the recall defaults now on a store without entities (amem_db/constants.py ADJACENT_DECAY 1.0)
-CUR = levers.CURRENT["prefix-text"] | {"decay": 1.0}
+CUR = levers.CURRENT["prefix-text"]  # decay: the product's ADJACENT_DECAY
 K1, B = 1.2, 0.0  # amem_db/constants.py BM25_PARAMS for memory passages
 
 
@@ -262,8 +262,8 @@ def main() -> None:
     offline = with_legs(my_vec, my_lex)
     print("\n### reproduction\n\n" + HEAD.format("run"))
     print("| product hybrid (collected) | " + " | ".join(cells(prod, sim)) + " |")
-    print("| simulated, defaults (decay 1.0), collected legs | " + " | ".join(cells(now, sim)) + " |")
-    print("| simulated, decay 0.5 (locomo_levers CURRENT) | " + " | ".join(cells(now05, sim)) + " |")
+    print(f"| simulated, defaults (decay {CUR['decay']}), collected legs | " + " | ".join(cells(now, sim)) + " |")
+    print("| simulated, decay 0.5 (before session 16) | " + " | ".join(cells(now05, sim)) + " |")
     print("| simulated, defaults, both legs offline (numpy) | " + " | ".join(cells(offline, sim)) + " |")
     print("| vector leg (collected) | " + " | ".join(cells(vec_leg, sim)) + " |")
     print("| vector leg (numpy) | " + " | ".join(cells(my_vec, sim)) + " |")
