@@ -175,3 +175,18 @@ async def test_a_table_empty_at_the_build_gets_no_lists_and_its_writes_no_recent
     assert recent == ["A second slalom passage, after the lists."]
     assert [t for t, _ in await candidates(own_db, "memory_chunk", "slalom", lists=True)] == [
         t for t, _ in await candidates(own_db, "memory_chunk", "slalom", lists=False)]
+
+
+async def test_a_passage_copy_carries_its_filter_fields_on_create_and_update(own_db):
+    """The BM25 copy of a memory passage (surql/040) holds the fields its leg filters on, as
+    written by a batch and after an update."""
+    m = hash_memory(own_db)
+    fields = "text, session_id, role, forgotten_at, labels, scopes, geometry"
+    await m.facts.write_many([{"text": f"Batch note {i} about a canoe.", "session_id": "s9", "role": "user",
+                               "labels": ["trip"], "scopes": ["trips/north"]} for i in range(3)])
+    (rows,) = await own_db.query(f"SELECT record::id(id) AS k, {fields} FROM memory_chunk ORDER BY k")
+    (copies,) = await own_db.query(f"SELECT record::id(id) AS k, {fields} FROM memory_chunk_fts ORDER BY k")
+    assert len(rows) == 3 and copies == rows
+    await own_db.query("UPDATE memory_chunk SET labels = ['trip', 'kept'] WHERE text CONTAINS 'note 1'")
+    (copy,) = await own_db.query("SELECT VALUE labels FROM memory_chunk_fts WHERE text CONTAINS 'note 1'")
+    assert copy == [["trip", "kept"]]
