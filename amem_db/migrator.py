@@ -403,16 +403,21 @@ class Migrator:
         raise MigrationLocked("could not take the migrate lock (the engine kept reporting write conflicts); try again")
 
     async def _bootstrap(self) -> None:
-        """Define the bookkeeping tables; concurrent migrators may conflict here: retry."""
+        """Define the bookkeeping tables; concurrent migrators may collide here: retry.
+        On a fresh namespace the first write also defines the namespace and database, and
+        two migrators doing that at once fail as a conflict or as "The key being inserted
+        already exists" (surrealdb core kvs/err.rs), which is no error of ours either:
+        the statements are idempotent, so any failure but a refusal is tried again."""
+        message = ""
         for attempt in range(10):
             raw = await self.conn.query_raw(BOOTSTRAP)
-            message = _root_cause(raw) or (_error_text(raw["error"]) if raw.get("error") else None)
-            if message is None:
+            message = _root_cause(raw) or (_error_text(raw["error"]) if raw.get("error") else "")
+            if not message:
                 return
-            if "conflict" not in message.lower():
+            if any(word in message.lower() for word in ("permission", "not allowed", "iam error")):
                 raise MigrationError(f"could not create the migrator's bookkeeping tables: {message}")
             await asyncio.sleep(0.05 * (attempt + 1))
-        raise MigrationError("could not create the migrator's bookkeeping tables: repeated write conflicts; try again")
+        raise MigrationError(f"could not create the migrator's bookkeeping tables after 10 tries: {message}; try again")
 
     async def _strict(self) -> None:
         """Put the database in STRICT mode: a CREATE into an undefined table is refused
