@@ -214,24 +214,29 @@ class Sim:
         if wn > 0 and named:
             s = {t: (x + (wn if t in named else 0.0)) / (1 + wn) for t, x in s.items()}
         ranked = sorted(s, key=lambda t: (-s[t], t))
-        # adjacency (recall::adjacent: the adjTop best lend adjacent x decay^(d-1) of their score, d <= span)
-        aw = p["adjacent"]
-        if aw > 0:
-            offers: dict[str, float] = {}
-            for h in ranked[:p["adjTop"]]:
-                key, i = self.order[h]
-                sess = self.sessions[key]
-                for d in range(1, p["span"] + 1):
-                    lift = aw * p["decay"] ** (d - 1) * s[h]
-                    for j in (i - d, i + d):
-                        if 0 <= j < len(sess):
-                            offers[sess[j]] = max(offers.get(sess[j], 0.0), lift)
-            s = {t: min(1.0, s.get(t, 0.0) + offers.get(t, 0.0)) for t in set(s) | set(offers)}
-            ranked = sorted(s, key=lambda t: (-s[t], t))
+        s, ranked = self.adjacency(s, ranked, p)
         lam = p["mmr"]
         if lam < 1 and self.vectors is not None:
             ranked = mmr(ranked[:DEPTH], s, self.vectors, lam) + ranked[DEPTH:]
         return ranked[:DEPTH]
+
+    def adjacency(self, s: dict[str, float], ranked: list[str], p: dict[str, Any]) -> tuple[dict[str, float], list[str]]:
+        """recall::adjacent: the adjTop best lend adjacent x decay^(d-1) of their score to the
+        turns d <= span away in their session; the scores and the ranking after."""
+        aw = p["adjacent"]
+        if aw <= 0:
+            return s, ranked
+        offers: dict[str, float] = {}
+        for h in ranked[:p["adjTop"]]:
+            key, i = self.order[h]
+            sess = self.sessions[key]
+            for d in range(1, p["span"] + 1):
+                lift = aw * p["decay"] ** (d - 1) * s[h]
+                for j in (i - d, i + d):
+                    if 0 <= j < len(sess):
+                        offers[sess[j]] = max(offers.get(sess[j], 0.0), lift)
+        s = {t: min(1.0, s.get(t, 0.0) + offers.get(t, 0.0)) for t in set(s) | set(offers)}
+        return s, sorted(s, key=lambda t: (-s[t], t))
 
 
 def mmr(ids: list[str], s: dict[str, float], vec: dict[str, Any], lam: float) -> list[str]:

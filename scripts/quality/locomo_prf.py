@@ -118,20 +118,7 @@ def rank_extra(sim: levers.Sim, qid: str, p: dict[str, Any], extra: list[str], w
     ww = p["window"]
     if row["window"] is not None and ww > 0:
         s = {t: (x + (ww if sim.in_window(qid, t) else 0.0)) / (1 + ww) for t, x in s.items()}
-    ranked = sorted(s, key=lambda t: (-s[t], t))
-    aw = p["adjacent"]
-    if aw > 0:
-        offers: dict[str, float] = {}
-        for h in ranked[:p["adjTop"]]:
-            key, i = sim.order[h]
-            sess = sim.sessions[key]
-            for d in range(1, p["span"] + 1):
-                lift = aw * p["decay"] ** (d - 1) * s[h]
-                for j in (i - d, i + d):
-                    if 0 <= j < len(sess):
-                        offers[sess[j]] = max(offers.get(sess[j], 0.0), lift)
-        s = {t: min(1.0, s.get(t, 0.0) + offers.get(t, 0.0)) for t in set(s) | set(offers)}
-        ranked = sorted(s, key=lambda t: (-s[t], t))
+    _, ranked = sim.adjacency(s, sorted(s, key=lambda t: (-s[t], t)), p)
     return ranked[:DEPTH]
 
 
