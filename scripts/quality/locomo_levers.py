@@ -326,7 +326,9 @@ def loo(sim: Sim, grid: list[dict[str, Any]], label: Callable[[dict[str, Any]], 
     return lines, pooled
 
 
-def sweep(args: argparse.Namespace) -> None:
+def load_sim(args: argparse.Namespace) -> tuple[Sim, Any, Any, Any, dict[str, Any]]:
+    """The collected legs (``collect``) as a Sim, with the dev conversations, their turns' unit
+    vectors (the text embedded as the product writes it), the embedder (cached) and the legs' file."""
     import numpy as np
 
     from amem_db.embedding import CachedEmbedder, get_embedder
@@ -337,7 +339,13 @@ def sweep(args: argparse.Namespace) -> None:
     texts = [locomo.turn_request(t, speaker=args.speaker)["text"] for t in cs.turns]
     m = np.asarray(emb.embed_documents(texts), dtype=float)
     m /= np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
-    sim = Sim(data, cs, {t.id: m[i] for i, t in enumerate(cs.turns)})
+    return Sim(data, cs, {t.id: m[i] for i, t in enumerate(cs.turns)}), cs, m, emb, data
+
+
+def sweep(args: argparse.Namespace) -> None:
+    import numpy as np
+
+    sim, cs, _, _, data = load_sim(args)
     head = "| setting | all 1-4 R@5 / R@10 / nDCG@10 | " + " | ".join(f"{c} {NAMES[c]}" for c in CATS) + " |"
     sep = "|---" * (2 + len(CATS)) + "|"
 

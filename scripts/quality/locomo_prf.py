@@ -190,15 +190,7 @@ def main() -> None:
     args = ap.parse_args()
     t0 = time.time()
 
-    from amem_db.embedding import CachedEmbedder, get_embedder
-
-    cs = locomo.load_conversations(args.path, "dev")
-    data = json.loads((Path(args.out) / f"legs-{args.speaker}{args.tag}.json").read_text())
-    emb = CachedEmbedder(get_embedder("minilm"))
-    texts = [locomo.turn_request(t, speaker=args.speaker)["text"] for t in cs.turns]
-    m = np.asarray(emb.embed_documents(texts), dtype=float)
-    m /= np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
-    sim = levers.Sim(data, cs, {t.id: m[i] for i, t in enumerate(cs.turns)})
+    sim, cs, m, emb, _ = levers.load_sim(args)
     row_of = {t.id: i for i, t in enumerate(cs.turns)}
     rows_of = {c: np.asarray([i for i, t in enumerate(cs.turns) if t.conversation == c]) for c in cs.conversations}
     ids_of = {c: [cs.turns[i].id for i in rows_of[c]] for c in cs.conversations}
