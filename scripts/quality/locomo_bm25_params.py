@@ -57,6 +57,7 @@ from scipy import sparse
 from amem_db.harness import locomo
 
 CATS = levers.CATS
+cells, HEAD = levers.cells, levers.HEAD
 DEPTH = levers.DEPTH
 K1S = (0.3, 0.6, 0.9, 1.2, 1.5, 2.0)
 BS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -173,17 +174,6 @@ def rankings(index: Bm25, ids_of: dict[str, list[str]], q_of: dict[str, list[str
 
 # --- tables ----------------------------------------------------------------------------------
 
-def cells(rk: dict[str, list[str]], sim: levers.Sim) -> list[str]:
-    out = []
-    for ids in [sim.judged] + [[q for q in sim.judged if sim.q[q]["category"] == c] for c in CATS]:
-        x = levers.scores(rk, sim.qrels, ids)
-        out.append(" / ".join(f"{x[m] * 100:.1f}" for m in ("r5", "r10", "ndcg10")))
-    return out
-
-
-HEAD = "| {} | all 1-4 R@5 / R@10 / nDCG@10 | " + " | ".join(f"{c} {levers.NAMES[c]}" for c in CATS) + " |\n" + "|---" * (2 + len(CATS)) + "|"
-
-
 def hybrid_of(sim: levers.Sim, legs: dict[str, list[list[Any]]]) -> dict[str, list[str]]:
     """Hybrid rankings with the BM25 leg replaced (the vector leg, windows as collected)."""
     saved = {q: sim.q[q]["bm25"] for q in sim.q}
@@ -198,36 +188,18 @@ def hybrid_of(sim: levers.Sim, legs: dict[str, list[list[Any]]]) -> dict[str, li
 
 def loo(sim: levers.Sim, runs: dict[tuple[float, float], dict[str, list[str]]],
         base: dict[str, list[str]]) -> tuple[list[str], dict[str, list[str]]]:
-    """locomo_levers.loo over (k1, b); the guard's baseline `base` (the product's turns at (1.2, 0.75))."""
-    convs = sorted({r["conversation"] for r in sim.q.values()})
-    lines, pooled = [], {}
-    for held in convs:
-        train = [q for q in sim.judged if sim.q[q]["conversation"] != held]
-        test = [q for q in sim.judged if sim.q[q]["conversation"] == held]
-
-        def r5(rk: dict[str, list[str]], c: int, train: list[str] = train) -> float:
-            ids = [q for q in train if sim.q[q]["category"] == c]
-            return levers.scores(rk, sim.qrels, ids)["r5"] if ids else 0.0
-        floor = {c: r5(base, c) - 0.005 for c in CATS}
-        passed = [p for p in runs if all(r5(runs[p], c) >= floor[c] for c in CATS)]
-        ok = passed or list(runs)  # none passes: every setting, as locomo_levers.loo
-        best = max(ok, key=lambda p: (round(levers.scores(runs[p], sim.qrels, train)["r10"], 6),
-                                      levers.scores(runs[p], sim.qrels, train)["ndcg10"], p == PRODUCT))
-        tr = levers.scores(runs[best], sim.qrels, train)
-        te = levers.scores(runs[best], sim.qrels, test)
-        lines.append(f"| {held} | k1 {best[0]:g}, b {best[1]:g} | {len(passed)} of {len(runs)} | {tr['r10'] * 100:.1f} | "
-                     f"{te['r5'] * 100:.1f} / {te['r10'] * 100:.1f} / {te['ndcg10'] * 100:.1f} |")
-        pooled |= {q: runs[best][q] for q in test}
+    """levers.choose_loo over (k1, b); the guard's baseline `base` (the product's turns at (1.2, 0.75))."""
+    folds, pooled = levers.choose_loo(sim, runs, base, PRODUCT)
+    lines = [f"| {f['held']} | k1 {f['best'][0]:g}, b {f['best'][1]:g} | {f['passed']} of {len(runs)} | {f['tr']['r10'] * 100:.1f} | "
+             f"{f['te']['r5'] * 100:.1f} / {f['te']['r10'] * 100:.1f} / {f['te']['ndcg10'] * 100:.1f} |" for f in folds]
     return lines, pooled
 
 
 def paired(sim: levers.Sim, a: dict[str, list[str]], b: dict[str, list[str]]) -> str:
     """Per question R@10 of a against b: rose / fell, and a paired bootstrap 95% interval of the mean difference."""
-    d = np.asarray([levers.recall_at(a[q], sim.qrels[q], 10) - levers.recall_at(b[q], sim.qrels[q], 10) for q in sim.judged])
-    boot = np.random.default_rng(0).choice(d, size=(2000, len(d))).mean(axis=1)
-    lo, hi = np.percentile(boot, [2.5, 97.5]) * 100
-    return (f"\nR@10 per question, LOO choice against (1.2, 0.75): rose for {int((d > 0).sum())}, fell for {int((d < 0).sum())}; "
-            f"mean {d.mean() * 100:+.1f} points, paired bootstrap 95% [{lo:+.1f}, {hi:+.1f}]")
+    up, down, mean, lo, hi = levers.paired_r10(sim, a, b)
+    return (f"\nR@10 per question, LOO choice against (1.2, 0.75): rose for {up}, fell for {down}; "
+            f"mean {mean:+.1f} points, paired bootstrap 95% [{lo:+.1f}, {hi:+.1f}]")
 
 
 def grid_table(title: str, metric: Callable[[dict[str, list[str]]], float], runs: dict[tuple[float, float], dict[str, list[str]]]) -> str:

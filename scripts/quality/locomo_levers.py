@@ -291,38 +291,85 @@ def table_row(name: str, sim: Sim, p: dict[str, Any]) -> tuple[str, dict[str, li
     return "| " + " | ".join(cells) + " |", rk
 
 
-def loo(sim: Sim, grid: list[dict[str, Any]], label: Callable[[dict[str, Any]], str],
-        prefer: dict[str, Any] | None = None) -> tuple[list[str], dict[str, list[str]]]:
-    """Per held-out conversation: the grid point best on the other two (R@10, then nDCG@10,
-    then `prefer`, the current default, if it is in the grid)."""
+def cells(rk: dict[str, list[str]], sim: Sim, ids: list[str] | None = None) -> list[str]:
+    """R@5 / R@10 / nDCG@10 in % over `ids` (default: every judged question), then per category."""
+    ids = sim.judged if ids is None else ids
+    out = []
+    for sub in [ids] + [[q for q in ids if sim.q[q]["category"] == c] for c in CATS]:
+        x = scores(rk, sim.qrels, sub)
+        out.append(" / ".join(f"{x[m] * 100:.1f}" for m in ("r5", "r10", "ndcg10")))
+    return out
+
+
+HEAD = ("| {} | all 1-4 R@5 / R@10 / nDCG@10 | " + " | ".join(f"{c} {NAMES[c]}" for c in CATS) + " |\n"
+        + "|---" * (2 + len(CATS)) + "|")
+
+
+def paired_r10(sim: Sim, a: dict[str, list[str]], b: dict[str, list[str]], ids: list[str] | None = None,
+               draws: int = 2000) -> tuple[int, int, float, float, float]:
+    """Per question R@10 of a against b over `ids` (default: every judged question): how many
+    rose, how many fell, the mean difference and its paired bootstrap 95% interval, in points."""
+    import numpy as np
+
+    ids = sim.judged if ids is None else ids
+    d = np.asarray([recall_at(a[q], sim.qrels[q], 10) - recall_at(b[q], sim.qrels[q], 10) for q in ids])
+    boot = np.random.default_rng(0).choice(d, size=(draws, len(d))).mean(axis=1)
+    lo, hi = np.percentile(boot, [2.5, 97.5]) * 100
+    return int((d > 0).sum()), int((d < 0).sum()), float(d.mean() * 100), float(lo), float(hi)
+
+
+def r5_by_category(sim: Sim, rk: dict[str, list[str]], ids: list[str]) -> dict[int, float]:
+    """R@5 of each category over `ids` (0 for a category with no question there)."""
+    out = {}
+    for c in CATS:
+        sub = [q for q in ids if sim.q[q]["category"] == c]
+        out[c] = scores(rk, sim.qrels, sub)["r5"] if sub else 0.0
+    return out
+
+
+def choose_loo(sim: Sim, runs: dict[Any, dict[str, list[str]]], guard: dict[str, list[str]] | None,
+               prefer: Any = None) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
+    """Leave one conversation out over `runs` (a setting -> its ranking per question): for each
+    held-out conversation, the setting with the best R@10 on the other two (ties: nDCG@10, then
+    `prefer`) among those that keep every category's R@5 there at `guard`'s to 0.5 point (None:
+    no guard; none passes: every setting). Returns one fold per conversation ({held, train,
+    best, passed, floor, tr, te}) and the pooled rankings (each question by a setting that never
+    saw it)."""
     convs = sorted({r["conversation"] for r in sim.q.values()})
-    cache = [{q: sim.rank(q, p) for q in sim.q} for p in grid]
-    lines, pooled = [], {}
+    folds, pooled = [], {}
     for held in convs:
         train = [q for q in sim.judged if sim.q[q]["conversation"] != held]
-        test = [q for q in sim.q if sim.q[q]["conversation"] == held]
-        # the goal's guard: no category's R@5 on the two training conversations under the
-        # product's setting before issue 26 (BASE), to 0.5 point
-        base = {q: sim.rank(q, BASE) for q in train}
-        def r5(rk: dict[str, list[str]], c: int, train: list[str] = train) -> float:
-            ids = [q for q in train if sim.q[q]["category"] == c]
-            return scores(rk, sim.qrels, ids)["r5"] if ids else 0.0
-        floor = {c: r5(base, c) - 0.005 for c in CATS}
-        passed = [i for i in range(len(grid)) if all(r5(cache[i], c) >= floor[c] for c in CATS)]
-        ok = passed or list(range(len(grid)))
-        best = max(ok, key=lambda i: (round(scores(cache[i], sim.qrels, train)["r10"], 6),
-                                      round(scores(cache[i], sim.qrels, train)["ndcg10"], 6), grid[i] == prefer))
-        tr = scores(cache[best], sim.qrels, train)
-        te = scores(cache[best], sim.qrels, [q for q in test if q in sim.judged])
-        # the current defaults on the two: their train R@10 and the categories whose R@5 fails the guard
-        cur = next((i for i in range(len(grid)) if grid[i] == prefer), None)
-        there = "not in the grid" if cur is None else (
-            f"{scores(cache[cur], sim.qrels, train)['r10'] * 100:.1f}, "
-            + (", ".join(f"{NAMES[c]} R@5 {r5(cache[cur], c) * 100:.1f} < {(floor[c] + 0.005) * 100:.1f}" for c in CATS
-                         if r5(cache[cur], c) < floor[c]) or "passes"))
-        lines.append(f"| {held} | {label(grid[best])} | {len(passed)} of {len(grid)} | {tr['r10'] * 100:.1f} | {there} | "
+        floor = {c: -1.0 for c in CATS} if guard is None else {
+            c: v - 0.005 for c, v in r5_by_category(sim, guard, train).items()}
+        passed = [p for p in runs if all(v >= floor[c] for c, v in r5_by_category(sim, runs[p], train).items())]
+        tr = {p: scores(runs[p], sim.qrels, train) for p in (passed or list(runs))}
+        best = max(tr, key=lambda p: (round(tr[p]["r10"], 6), round(tr[p]["ndcg10"], 6), p == prefer))
+        test = [q for q in sim.judged if sim.q[q]["conversation"] == held]
+        folds.append({"held": held, "train": train, "best": best, "passed": len(passed), "floor": floor,
+                      "tr": tr[best], "te": scores(runs[best], sim.qrels, test)})
+        pooled |= {q: runs[best][q] for q in test}
+    return folds, pooled
+
+
+def loo(sim: Sim, grid: list[dict[str, Any]], label: Callable[[dict[str, Any]], str],
+        prefer: dict[str, Any] | None = None) -> tuple[list[str], dict[str, list[str]]]:
+    """choose_loo over the grid's settings, guarded by the product's setting before issue 26
+    (BASE), with a column for the current defaults (`prefer`) on the two training conversations."""
+    runs = {i: {q: sim.rank(q, p) for q in sim.q} for i, p in enumerate(grid)}
+    base = {q: sim.rank(q, BASE) for q in sim.judged}
+    cur = next((i for i in range(len(grid)) if grid[i] == prefer), None)
+    folds, pooled = choose_loo(sim, runs, base, cur)
+    lines = []
+    for f in folds:
+        there = "not in the grid"
+        if cur is not None:
+            r5 = r5_by_category(sim, runs[cur], f["train"])
+            there = f"{scores(runs[cur], sim.qrels, f['train'])['r10'] * 100:.1f}, " + (
+                ", ".join(f"{NAMES[c]} R@5 {r5[c] * 100:.1f} < {(f['floor'][c] + 0.005) * 100:.1f}" for c in CATS
+                          if r5[c] < f["floor"][c]) or "passes")
+        tr, te = f["tr"], f["te"]
+        lines.append(f"| {f['held']} | {label(grid[f['best']])} | {f['passed']} of {len(grid)} | {tr['r10'] * 100:.1f} | {there} | "
                      f"{te['r5'] * 100:.1f} / {te['r10'] * 100:.1f} / {te['ndcg10'] * 100:.1f} |")
-        pooled |= {q: cache[best][q] for q in test}
     return lines, pooled
 
 
@@ -343,7 +390,6 @@ def load_sim(args: argparse.Namespace) -> tuple[Sim, Any, Any, Any, dict[str, An
 
 
 def sweep(args: argparse.Namespace) -> None:
-    import numpy as np
 
     sim, cs, _, _, data = load_sim(args)
     head = "| setting | all 1-4 R@5 / R@10 / nDCG@10 | " + " | ".join(f"{c} {NAMES[c]}" for c in CATS) + " |"
@@ -397,11 +443,9 @@ def sweep(args: argparse.Namespace) -> None:
             ids = [q for q in sim.judged if sim.q[q]["category"] == c]
             x = scores(rk, sim.qrels, ids)
             print(f"|   {c} {NAMES[c]} | | | | | {x['r5'] * 100:.1f} / {x['r10'] * 100:.1f} / {x['ndcg10'] * 100:.1f} |")
-    d = np.asarray([recall_at(pooled[q], sim.qrels[q], 10) - recall_at(now[q], sim.qrels[q], 10) for q in sim.judged])
-    boot = np.random.default_rng(0).choice(d, size=(2000, len(d))).mean(axis=1)
-    lo, hi = np.percentile(boot, [2.5, 97.5]) * 100
-    print(f"\nR@10 per question, pooled LOO against the current defaults (simulated): rose for {int((d > 0).sum())}, "
-          f"fell for {int((d < 0).sum())}; mean {d.mean() * 100:+.1f} points, paired bootstrap 95% [{lo:+.1f}, {hi:+.1f}]")
+    up, down, mean, lo, hi = paired_r10(sim, pooled, now)
+    print(f"\nR@10 per question, pooled LOO against the current defaults (simulated): rose for {up}, "
+          f"fell for {down}; mean {mean:+.1f} points, paired bootstrap 95% [{lo:+.1f}, {hi:+.1f}]")
     lat = {mode: statistics.median(r["ms"][mode] for r in sim.q.values()) for mode in ("bm25", "vector", "graph", "hybrid")}
     print("\nrecall p50 ms as collected:", {k: round(v, 1) for k, v in lat.items()})
 

@@ -52,6 +52,7 @@ from amem_db.harness import locomo
 
 CATS = levers.CATS
 NAMES = levers.NAMES
+cells, HEAD = levers.cells, levers.HEAD
 DEPTH = levers.DEPTH
 # the recall defaults now on a store without entities (amem_db/constants.py ADJACENT_DECAY 1.0)
 CUR = levers.CURRENT["prefix-text"]  # decay: the product's ADJACENT_DECAY
@@ -135,46 +136,20 @@ def query_vocabulary(cs: locomo.Conversations, speaker: str, cache: Path) -> set
     return set(vocab)
 
 
-def cells(rk: dict[str, list[str]], sim: levers.Sim, ids: list[str] | None = None) -> list[str]:
-    ids = sim.judged if ids is None else ids
-    out = []
-    for sub in [ids] + [[q for q in ids if sim.q[q]["category"] == c] for c in CATS]:
-        x = levers.scores(rk, sim.qrels, sub)
-        out.append(" / ".join(f"{x[m] * 100:.1f}" for m in ("r5", "r10", "ndcg10")))
-    return out
-
-
-HEAD = ("| {} | all 1-4 R@5 / R@10 / nDCG@10 | " + " | ".join(f"{c} {NAMES[c]}" for c in CATS) + " |\n"
-        + "|---" * (2 + len(CATS)) + "|")
-
-
 def paired(sim: levers.Sim, a: dict[str, list[str]], b: dict[str, list[str]], ids: list[str] | None = None) -> str:
-    ids = sim.judged if ids is None else ids
-    d = np.asarray([levers.recall_at(a[q], sim.qrels[q], 10) - levers.recall_at(b[q], sim.qrels[q], 10) for q in ids])
-    boot = np.random.default_rng(0).choice(d, size=(4000, len(d))).mean(axis=1)
-    lo, hi = np.percentile(boot, [2.5, 97.5]) * 100
-    return (f"up {int((d > 0).sum())}, down {int((d < 0).sum())}, mean {d.mean() * 100:+.2f} points, "
-            f"paired bootstrap 95% [{lo:+.2f}, {hi:+.2f}]")
+    up, down, mean, lo, hi = levers.paired_r10(sim, a, b, ids, draws=4000)
+    return f"up {up}, down {down}, mean {mean:+.2f} points, paired bootstrap 95% [{lo:+.2f}, {hi:+.2f}]"
 
 
 def loo(sim: levers.Sim, runs: dict[str, dict[str, list[str]]], base: str, guard: bool = True) -> tuple[list[str], dict[str, list[str]]]:
-    convs = sorted({r["conversation"] for r in sim.q.values()})
-    lines, pooled = [], {}
-    for held in convs:
-        train = [q for q in sim.judged if sim.q[q]["conversation"] != held]
-        test = [q for q in sim.judged if sim.q[q]["conversation"] == held]
-
-        def r5(rk: dict[str, list[str]], c: int, train: list[str] = train) -> float:
-            ids = [q for q in train if sim.q[q]["category"] == c]
-            return levers.scores(rk, sim.qrels, ids)["r5"] if ids else 0.0
-        floor = {c: (r5(runs[base], c) - 0.005) if guard else -1.0 for c in CATS}
-        passed = [p for p in runs if all(r5(runs[p], c) >= floor[c] for c in CATS)]
-        sc = {p: levers.scores(runs[p], sim.qrels, train) for p in passed}
-        best = max(passed, key=lambda p: (round(sc[p]["r10"], 6), round(sc[p]["ndcg10"], 6), p == base))
-        te = levers.scores(runs[best], sim.qrels, test)
-        lines.append(f"| {held} | {best} | {len(passed)} of {len(runs)} | {sc[best]['r10'] * 100:.1f} "
-                     f"(defaults {sc[base]['r10'] * 100:.1f}) | {te['r5'] * 100:.1f} / {te['r10'] * 100:.1f} / {te['ndcg10'] * 100:.1f} |")
-        pooled |= {q: runs[best][q] for q in test}
+    """levers.choose_loo over the PRF settings; the guard's baseline, and the tie's, is `base` (no PRF)."""
+    folds, pooled = levers.choose_loo(sim, runs, runs[base] if guard else None, base)
+    lines = []
+    for f in folds:
+        defaults = levers.scores(runs[base], sim.qrels, f["train"])["r10"]
+        te = f["te"]
+        lines.append(f"| {f['held']} | {f['best']} | {f['passed']} of {len(runs)} | {f['tr']['r10'] * 100:.1f} "
+                     f"(defaults {defaults * 100:.1f}) | {te['r5'] * 100:.1f} / {te['r10'] * 100:.1f} / {te['ndcg10'] * 100:.1f} |")
     return lines, pooled
 
 
