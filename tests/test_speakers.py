@@ -154,6 +154,21 @@ async def test_graph_mode_returns_the_named_speakers_turns(mem):
     assert resp.trace["legs"]["graph"]["seeds"] == 1
 
 
+async def test_graph_mode_orders_the_speakers_turns_by_the_querys_words(mem):
+    # one edge each to the same seed: equal walks, so the query's BM25 leg orders them (by id
+    # they came in noise order); the trace's prior counts the rows that gave the order
+    sc = scope()
+    ws = await write_conversation(mem, sc, speaker=True)
+    resp = await mem.recall("What did Caroline research?", mode="graph", k=10, include=["passages"], lens=[[sc]])
+    assert resp.hits[0].id == ws[2].passages[0]
+    assert resp.trace["legs"]["graph"]["prior"] > 0
+    camping = await mem.recall("Caroline camping weather", mode="graph", k=10, include=["passages"], lens=[[sc]])
+    assert camping.hits[0].id == ws[5].passages[0]
+    # the hits are still the walk's: the named speaker's turns only, graph-scored
+    caroline = {w.passages[0] for w, (who, _) in zip(ws, TURNS, strict=True) if who == "Caroline"}
+    assert {h.id for h in camping.hits} == caroline
+
+
 async def test_without_speakers_graph_mode_has_nothing_to_walk(mem):
     sc = scope()
     await write_conversation(mem, sc, speaker=False)
