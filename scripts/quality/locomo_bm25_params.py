@@ -176,14 +176,7 @@ def rankings(index: Bm25, ids_of: dict[str, list[str]], q_of: dict[str, list[str
 
 def hybrid_of(sim: levers.Sim, legs: dict[str, list[list[Any]]]) -> dict[str, list[str]]:
     """Hybrid rankings with the BM25 leg replaced (the vector leg, windows as collected)."""
-    saved = {q: sim.q[q]["bm25"] for q in sim.q}
-    try:
-        for q in sim.q:
-            sim.q[q]["bm25"] = legs[q]
-        return {q: sim.rank(q, HYBRID) for q in sim.q}
-    finally:
-        for q in sim.q:
-            sim.q[q]["bm25"] = saved[q]
+    return levers.rank_with_legs(sim, HYBRID, bm25=legs)
 
 
 def loo(sim: levers.Sim, runs: dict[tuple[float, float], dict[str, list[str]]],

@@ -291,6 +291,23 @@ def table_row(name: str, sim: Sim, p: dict[str, Any]) -> tuple[str, dict[str, li
     return "| " + " | ".join(cells) + " |", rk
 
 
+def rank_with_legs(sim: Sim, p: dict[str, Any], vector: dict[str, list[Any]] | None = None,
+                   bm25: dict[str, list[Any]] | None = None) -> dict[str, list[str]]:
+    """Hybrid at setting `p` with the collected vector and/or BM25 leg of each question replaced
+    (a leg: its [turn id, score] rows, best first; the other legs and windows as collected)."""
+    saved = {q: (sim.q[q]["vector"], sim.q[q]["bm25"]) for q in sim.q}
+    try:
+        for q in sim.q:
+            if vector is not None:
+                sim.q[q]["vector"] = vector[q]
+            if bm25 is not None:
+                sim.q[q]["bm25"] = bm25[q]
+        return {q: sim.rank(q, p) for q in sim.q}
+    finally:
+        for q in sim.q:
+            sim.q[q]["vector"], sim.q[q]["bm25"] = saved[q]
+
+
 def cells(rk: dict[str, list[str]], sim: Sim, ids: list[str] | None = None) -> list[str]:
     """R@5 / R@10 / nDCG@10 in % over `ids` (default: every judged question), then per category."""
     ids = sim.judged if ids is None else ids

@@ -201,17 +201,9 @@ def main() -> None:
     my_lex = {q: lex.rank(rows_of[sim.q[q]["conversation"]], ids_of[sim.q[q]["conversation"]], lweights(q)) for q in sim.q}
 
     def with_legs(vec: dict[str, list[str]] | None, lx: dict[str, list[str]] | None, p: dict[str, Any] = CUR) -> dict[str, list[str]]:
-        saved = {q: (sim.q[q]["vector"], sim.q[q]["bm25"]) for q in sim.q}
-        try:
-            for q in sim.q:
-                if vec is not None:
-                    sim.q[q]["vector"] = [[t, 0.0] for t in vec[q]]
-                if lx is not None:
-                    sim.q[q]["bm25"] = [[t, 0.0] for t in lx[q]]
-            return {q: sim.rank(q, p) for q in sim.q}
-        finally:
-            for q in sim.q:
-                sim.q[q]["vector"], sim.q[q]["bm25"] = saved[q]
+        def rows(leg: dict[str, list[str]] | None) -> dict[str, list[Any]] | None:
+            return None if leg is None else {q: [[t, 0.0] for t in leg[q]] for q in leg}
+        return levers.rank_with_legs(sim, p, vector=rows(vec), bm25=rows(lx))
 
     offline = with_legs(my_vec, my_lex)
     print("\n### reproduction\n\n" + HEAD.format("run"))

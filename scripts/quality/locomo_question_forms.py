@@ -58,16 +58,6 @@ def main() -> None:
     }
     current = levers.CURRENT[args.speaker]
 
-    def hybrid_with(vec: dict[str, list[str]]) -> dict[str, list[str]]:
-        saved = {q: sim.q[q]["vector"] for q in sim.q}
-        try:
-            for q in sim.q:
-                sim.q[q]["vector"] = [[t, 0.0] for t in vec[q]]
-            return {q: sim.rank(q, current) for q in sim.q}
-        finally:
-            for q in sim.q:
-                sim.q[q]["vector"] = saved[q]
-
     print(levers.HEAD.format("question form"))
     asked: dict[str, list[str]] | None = None
     for name, form in forms.items():
@@ -77,7 +67,7 @@ def main() -> None:
             c = sim.q[q]["conversation"]
             s = m[rows_of[c]] @ (v / max(float(np.linalg.norm(v)), 1e-12))
             vec[q] = [ids_of[c][i] for i in np.argsort(-s, kind="stable")[:levers.DEPTH]]
-        hyb = hybrid_with(vec)
+        hyb = levers.rank_with_legs(sim, current, vector={q: [[t, 0.0] for t in vec[q]] for q in vec})
         print(f"| {name}: vector leg | " + " | ".join(levers.cells(vec, sim)) + " |")
         print(f"| {name}: hybrid | " + " | ".join(levers.cells(hyb, sim)) + " |", flush=True)
         if asked is None:
