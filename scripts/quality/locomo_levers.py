@@ -33,7 +33,8 @@ combination, moved from `--over` (before: BASE; current: CURRENT, the recall def
   (0.5)^(d-1) of their score to their session neighbours at d <= `span` (2));
 * mmr: a light MMR over the fused top 50 (lambda x score - (1 - lambda) x max cosine to
   the turns already picked; the turn vectors from the embedding cache);
-* fusion: rrfK x vectorWeight, and `lexDepth` / `vecDepth`: how much of each leg's top 50
+* fusion: rrfK x vectorWeight, `fusion` ("rrf", or the documents' score fusion "zscore" /
+  "minmax", surql/300), and `lexDepth` / `vecDepth`: how much of each leg's top 50
   the RRF reads (the product reads its pool, 64).
 
 LOO: for each dev conversation, the setting with the best Recall@10 (ties: nDCG@10) over
@@ -187,6 +188,8 @@ class Sim:
         wv, rk = p["vw"], p["rrfK"]
         wl = 1 - wv
         named = self.named_of[qid]
+        if p.get("fusion", "rrf") != "rrf":
+            return self.rank_by_scores(qid, p)
         fused: dict[str, float] = {}
         for lst, w in ((vec, wv), (lex, wl)):
             for i, t in enumerate(lst):
@@ -218,6 +221,34 @@ class Sim:
         lam = p["mmr"]
         if lam < 1 and self.vectors is not None:
             ranked = mmr(ranked[:DEPTH], s, self.vectors, lam) + ranked[DEPTH:]
+        return ranked[:DEPTH]
+
+    def rank_by_scores(self, qid: str, p: dict[str, Any]) -> list[str]:
+        """Recall with the documents' score fusion in place of RRF (surql/300 fusion::scores: each
+        leg's scores z-scored or min-maxed, weighted from the leg's lowest, / the attainable), then
+        the window boost and adjacency as in `rank`; a store without entities (no graph leg)."""
+        import numpy as np
+
+        row = self.q[qid]
+        fused: dict[str, float] = {}
+        att = 0.0
+        for rows, w in ((row["vector"][:p["vecDepth"]], p["vw"]), (row["bm25"][:p["lexDepth"]], 1 - p["vw"])):
+            if not rows:
+                continue
+            x = np.asarray([v for _, v in rows], dtype=float)
+            if p["fusion"] == "zscore":
+                n = (x - x.mean()) / x.std() if x.std() > 0 else np.zeros_like(x)
+            else:
+                n = (x - x.min()) / (x.max() - x.min()) if x.max() > x.min() else np.ones_like(x)
+            span = float(n.max() - n.min())
+            att += w * span if span > 0 else w
+            for (t, _), v in zip(rows, n, strict=True):
+                fused[t] = fused.get(t, 0.0) + (w * (float(v) - float(n.min())) if span > 0 else w)
+        s = {t: min(1.0, x / att) for t, x in fused.items()} if att > 0 else {}
+        ww = p["window"]
+        if row["window"] is not None and ww > 0:
+            s = {t: (x + (ww if self.in_window(qid, t) else 0.0)) / (1 + ww) for t, x in s.items()}
+        s, ranked = self.adjacency(s, sorted(s, key=lambda t: (-s[t], t)), p)
         return ranked[:DEPTH]
 
     def adjacency(self, s: dict[str, float], ranked: list[str], p: dict[str, Any]) -> tuple[dict[str, float], list[str]]:
@@ -264,7 +295,7 @@ DEFAULT_GRID = {"rrfK": [1.0, 2.0, 3.0], "vw": [0.3, 0.4, 0.5], "graph": [0.0, 0
                 "named": [0.0, 0.1, 0.2, 0.3], "adjacent": [0.0, 0.1, 0.2], "mmr": [1.0]}
 # the product before issue 26 (the LOO guard's baseline): no adjacency, the graph leg in the
 # attainable whether or not it found rows
-BASE = {"vw": 0.4, "rrfK": 2.0, "graph": 1.0, "window": 0.3, "named": 0.0, "adjacent": 0.0, "mmr": 1.0,
+BASE = {"fusion": "rrf", "vw": 0.4, "rrfK": 2.0, "graph": 1.0, "window": 0.3, "named": 0.0, "adjacent": 0.0, "mmr": 1.0,
         "legacyAttainable": True,
         # the shape of the adjacency signal (surql/450 adjacent_top, adjacent_span, adjacent_decay) and
         # how deep the RRF reads each leg: the product's, spelt out so that a grid moving them holds CURRENT
@@ -275,7 +306,7 @@ BASE = {"vw": 0.4, "rrfK": 2.0, "graph": 1.0, "window": 0.3, "named": 0.0, "adja
 CURRENT = {"prefix-text": BASE | {"adjacent": 0.4, "decay": ADJACENT_DECAY, "legacyAttainable": False},
            "prefix": BASE | {"adjacent": 0.4, "decay": ADJACENT_DECAY, "graph": 0.0, "named": 0.2, "legacyAttainable": False}}
 # the sweepable options (the label of a setting shows those the grid moves)
-SHORT = {"rrfK": "rrfK", "vw": "vw", "graph": "graph", "named": "named", "adjacent": "adjacent", "window": "window",
+SHORT = {"fusion": "fusion", "rrfK": "rrfK", "vw": "vw", "graph": "graph", "named": "named", "adjacent": "adjacent", "window": "window",
          "mmr": "mmr", "lexDepth": "lexDepth", "vecDepth": "vecDepth", "adjTop": "adjTop", "span": "span", "decay": "decay"}
 
 
@@ -446,7 +477,7 @@ def sweep(args: argparse.Namespace) -> None:
     keys = list(spec)
     grid = [over | dict(zip(keys, vals, strict=True)) for vals in itertools.product(*(spec[k] for k in keys))]
     shown = [k for k in SHORT if k in ("rrfK", "vw") or len(spec.get(k, [])) > 1]
-    lab = lambda p: ", ".join(f"{SHORT[k]} {p[k]:g}" for k in shown)  # noqa: E731
+    lab = lambda p: ", ".join(f"{SHORT[k]} {p[k]:g}" if isinstance(p[k], (int, float)) else f"{SHORT[k]} {p[k]}" for k in shown)  # noqa: E731
     cur = CURRENT[args.speaker]
     lines, pooled = loo(sim, grid, lab, prefer=cur)
     print(f"\n### leave-one-conversation-out over {len(grid)} settings (over {args.over}; the current defaults "
