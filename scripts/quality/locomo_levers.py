@@ -5,6 +5,8 @@ leave-one-conversation-out (LOO) choice of each lever's setting.
     python scripts/quality/locomo_levers.py collect ../shared/datasets/locomo --speaker prefix
     # lever 3, the vector leg alone over other texts per turn (embeds them: minutes)
     python scripts/quality/locomo_levers.py vectors ../shared/datasets/locomo
+    # lever 1's other form: capitalised names in the questions as entities (seconds)
+    python scripts/quality/locomo_levers.py names ../shared/datasets/locomo --speaker prefix-text
     # 2. sweep (seconds; prints the per-lever tables and the LOO table as markdown)
     python scripts/quality/locomo_levers.py sweep ../shared/datasets/locomo --speaker prefix
     # the LOO over a grid of your own, from today's defaults (options the grid leaves out keep them)
@@ -542,9 +544,46 @@ def vectors(args: argparse.Namespace) -> None:
         print("| " + " | ".join(cells) + " |", flush=True)
 
 
+# words a question starts with or names that are no one: not entity candidates
+NOT_NAMES = {"January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+             "November", "December", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"}
+
+
+def names(args: argparse.Namespace) -> None:
+    """Lever 1's other form, capitalised-name entities: each capitalised word of a question
+    (not its first word, a month or a day, nor a speaker: the speaker entities cover those)
+    that some turn of its conversation contains becomes a seed linked to those turns, as the
+    mentions matcher would link an entity of that name; the named boost and the graph leg over
+    them, on the legs of a store without speaker entities (--speaker prefix-text)."""
+    import re
+
+    sim, cs, _, _, _ = load_sim(args)
+    speakers = {c: {t.speaker for t in cs.turns if t.conversation == c} for c in cs.conversations}
+    n = 0
+    for q, r in sim.q.items():
+        c = r["conversation"]
+        words = {w for w in re.findall(r"\b[A-Z][a-z]+\b", cs.questions[q].text)[1:] if w not in NOT_NAMES | speakers[c]}
+        linked: dict[str, int] = {}
+        for w in words:
+            for t in cs.turns:
+                if t.conversation == c and re.search(rf"\b{w}\b", t.text):
+                    linked[t.id] = linked.get(t.id, 0) + 1
+        sim.named_of[q] = linked
+        n += bool(linked) and q in sim.judged
+    cur = CURRENT[args.speaker]
+    now = {q: sim.rank(q, cur | {"graph": 0.0, "named": 0.0}) for q in sim.q}
+    print(f"{n} judged questions name someone or something (not a speaker) that a turn contains\n\n" + HEAD.format("setting"))
+    for named in (0.0, 0.1, 0.2):
+        for graph in (0.0, 0.3, 1.0):
+            rk = {q: sim.rank(q, cur | {"named": named, "graph": graph}) for q in sim.q}
+            up, down, mean, lo, hi = paired_r10(sim, rk, now)
+            print(f"| speakerWeight {named:g}, graphWeight {graph:g} (R@10 against no name entities: {up} up, {down} down) | "
+                  + " | ".join(cells(rk, sim)) + " |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=("collect", "sweep", "vectors"))
+    ap.add_argument("command", choices=("collect", "sweep", "vectors", "names"))
     ap.add_argument("path")
     ap.add_argument("--speaker", default="prefix", choices=locomo.SPEAKER_MODES)
     ap.add_argument("--options", default="", help="collect: JSON recall options for the hybrid reference run")
@@ -562,6 +601,8 @@ def main() -> None:
         asyncio.run(collect(args))
     elif args.command == "vectors":
         vectors(args)
+    elif args.command == "names":
+        names(args)
     else:
         sweep(args)
 
