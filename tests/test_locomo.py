@@ -204,6 +204,29 @@ def test_eval_command_recalls_each_question_within_its_conversation(slice_dir, t
     assert "paper DRAGON" in md and "exact kNN" in md
 
 
+def test_eval_graph_mode_walks_the_speaker_entities_and_says_when_there_are_none(slice_dir, tmp_path):
+    from typer.testing import CliRunner
+
+    from amem_db.cli import app
+
+    def run(speaker: str) -> tuple[dict, str]:
+        out = tmp_path / speaker
+        result = CliRunner().invoke(app, ["--url", "mem://", "--embedder", "hash:384", "eval", str(slice_dir),
+                                          "--modes", "graph", "--k", "10", "--speaker", speaker, "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        return json.loads((out / "report.json").read_text())["modes"]["graph"], (out / "report.md").read_text()
+
+    graph, md = run("prefix")
+    # "When did Bob start pottery classes?": Bob's two turns, no one else's (the order of equal walks
+    # is tests/test_speakers.py's; here the evidence turn is also the older one)
+    assert graph["top10"]["conv-1:q0"] == ["conv-1:D1:2", "conv-1:D2:2"]
+    assert graph["by_category"]["temporal"]["recall@10"] == 1.0
+    assert "without speaker entities" not in md
+    graph, md = run("prefix-text")
+    assert graph["metrics"]["recall@10"] == 0.0 and not any(graph["top10"].values())
+    assert "without speaker entities (speaker prefix-text)" in md and "`--speaker prefix`" in md
+
+
 # --- observations (issue 26 lever 6) ---------------------------------------------------
 
 def observation(conv: str, session: int, speaker: str, i: int, text: str, day: str, evidence: list[str]) -> dict:

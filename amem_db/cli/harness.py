@@ -84,8 +84,8 @@ async def eval_command(
     speaker_weight: float | None = typer.Option(None, help="conversations only: recall's speakerWeight (the boost of turns "
                                                 "linked to a person the question names; 0 = off)"),
     speaker: str = typer.Option("prefix-text", help="conversations only: prefix-text (the default) writes each turn as "
-                                "'Speaker: text'; prefix: the same with the speaker as the write's speaker entity (hybrid "
-                                "R@10 on LoCoMo dev 75.1 -> 76.8, recall ~1.2x slower: issue 26); entity: the bare text with "
+                                "'Speaker: text'; prefix: the same with the speaker as the write's speaker entity (what mode "
+                                "graph walks; hybrid R@10 on LoCoMo dev 80.2 -> 79.2, recall ~1.2x slower: issue 26); entity: the bare text with "
                                 "the speaker entity; none: the bare text alone"),
     observations: str | None = typer.Option(None, help="conversations only: also write observations.jsonl (the dataset's "
                                             "LLM-written observations, each with its evidence turns) beside the turns, "

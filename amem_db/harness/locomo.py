@@ -80,6 +80,7 @@ PAPER_COLUMN_ORDER = (4, 1, 2, 3, 5)  # the paper's tables: single-hop first
 # with a mentions edge to the turn); prefix-text: the prefix alone (no entity); entity: the
 # bare text with the speaker entity; none: the bare text alone
 SPEAKER_MODES = ("prefix", "prefix-text", "entity", "none")
+ENTITY_SPEAKER_MODES = ("prefix", "entity")  # the modes whose writes carry the speaker entity (turn_request)
 RECALL_MODES = ("bm25", "vector", "hybrid", "graph")
 DEFAULT_RECALL_MODES = ("bm25", "vector", "hybrid")
 MAX_RECALL_K = 50  # recall refuses k over 50
@@ -263,16 +264,16 @@ def turn_request(turn: Turn, *, speaker: str = "prefix-text") -> dict[str, Any]:
     """The memory write of one turn. The default, ``prefix-text``, writes "Caroline: ...";
     ``prefix`` also gives the write its ``speaker`` (a person entity linked to the turn),
     because the questions name the person ("What did Caroline research?") while a turn
-    rarely names its own speaker. On LoCoMo dev hybrid R@10 is 75.1 without the entities,
-    76.8 with them (recall's speakerWeight 0.2), and the agent loop's recall takes ~1.2x
-    its time without them (2.2x before the graph leg stopped walking a speaker's every turn;
+    rarely names its own speaker. On LoCoMo dev hybrid R@10 is 80.2 without the entities and
+    79.2 with them (R@5 +1.3; recall's speakerWeight 0.2), a recall takes ~1.2x its time
+    without them, and only with them does mode graph find anything (57.4 R@10;
     docs/EVALUATION.md "LoCoMo levers (issue 26)"), so the entities stay opt-in.
     ``category`` knowledge: the default, context, stops being current 7 days after
     ``observed_at``."""
     if speaker not in SPEAKER_MODES:
         raise ValueError(f"speaker must be one of {', '.join(SPEAKER_MODES)}")
     text = f"{turn.speaker}: {turn.text}" if speaker in ("prefix", "prefix-text") else turn.text
-    request: dict[str, Any] = {"speaker": turn.speaker} if speaker in ("prefix", "entity") else {}
+    request: dict[str, Any] = {"speaker": turn.speaker} if speaker in ENTITY_SPEAKER_MODES else {}
     return request | {
         "text": text,
         "observed_at": turn.observed_at,
@@ -701,6 +702,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines.append("| *exact kNN, same model (reference, not the product)* | " + " | ".join(_pct(ref["metrics"][x]) for x in metrics)
                      + " | " + " / ".join(_pct(ref["metrics_with_adversarial"][x]) for x in metrics[:2]) + " | - | - | - |")
     lines += [f"- {m}: not available ({s['reason']})" for m, s in modes.items() if not s["available"]]
+    if "graph" in live and report["speaker"] not in ENTITY_SPEAKER_MODES:
+        lines.append(f"- graph: the turns were written without speaker entities (speaker {report['speaker']}), so no question "
+                     "names an entity and the graph leg has nothing to walk; `--speaker prefix` writes them")
     lines += ["", "## Per category (in %; the paper's column order)", ""]
     for metric in metrics:
         head = ["category", "n", *live] + (["exact kNN (ref.)"] if ref else []) + (["paper DRAGON (all 10 conv.)"] if _paper_k(metric) else [])
