@@ -225,6 +225,11 @@ def _error_text(error: Any) -> str:
     return error.get("message", str(error)) if isinstance(error, dict) else str(error)
 
 
+def _failure(raw: dict[str, Any]) -> str | None:
+    """Why a query failed: a statement's root cause, or the whole request's error."""
+    return _root_cause(raw) or (_error_text(raw["error"]) if raw.get("error") else None)
+
+
 def who() -> str:
     try:
         user = getpass.getuser()
@@ -361,7 +366,7 @@ class Migrator:
         # kept, so it is run again, as the engine says.
         for attempt in range(5):
             raw = await self.conn.query_raw(sql)
-            message = _root_cause(raw) or (_error_text(raw["error"]) if raw.get("error") else None)
+            message = _failure(raw)
             if message is None or "can be retried" not in message or attempt == 4:
                 break
             await asyncio.sleep(0.05 * (attempt + 1))
@@ -420,7 +425,7 @@ class Migrator:
         message = ""
         for attempt in range(10):
             raw = await self.conn.query_raw(BOOTSTRAP)
-            message = _root_cause(raw) or (_error_text(raw["error"]) if raw.get("error") else "")
+            message = _failure(raw) or ""
             if not message:
                 return
             if any(word in message.lower() for word in ("permission", "not allowed", "iam error")):
@@ -438,7 +443,7 @@ class Migrator:
         if not isinstance(db, str) or not re.fullmatch(r"[A-Za-z0-9_-]+", db):
             return
         raw = await self.conn.query_raw(f"DEFINE DATABASE OVERWRITE `{db}` STRICT")
-        message = _root_cause(raw) or (_error_text(raw["error"]) if raw.get("error") else None)
+        message = _failure(raw)
         if message is not None and "permission" not in message.lower():
             raise MigrationError(f"could not put the database in strict mode: {message}")
 
