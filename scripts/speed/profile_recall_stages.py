@@ -1,11 +1,13 @@
 """Recall's stage table (issue 24 items 2-3; docs/BENCHMARKS.md "Recall stages (issue 24)").
 
-  python scripts/speed/profile_recall_stages.py [CONVERSATION] [QUESTIONS]
+  python scripts/speed/profile_recall_stages.py [--speaker S] [--mode M] [CONVERSATION] [QUESTIONS]
   python scripts/speed/profile_recall_stages.py --store PATH [--data DIR] [QUESTIONS]
 
 The first form writes the turns of one LoCoMo dev conversation through the product's memory
-path (the default embedder, cached) into a fresh ``mem://`` database, then recalls its
-questions as an agent does (hybrid, k 10, lens = the conversation).
+path (the default embedder, cached; ``--speaker``: as ``amem-db eval`` writes a turn, default
+prefix-text, ``prefix`` with the speaker entities) into a fresh ``mem://`` database, then
+recalls its questions as an agent does (``--mode``, default hybrid; k 10, lens = the
+conversation).
 
 The second form profiles a database kept on disk (``surrealkv://PATH``, namespace ``bench``,
 database ``b``: what ``amem-db bench`` writes for recall, N chunks + N memory passages +
@@ -41,7 +43,7 @@ def p50(xs: list[float]) -> float:
     return round(statistics.median(xs), 2) if xs else float("nan")
 
 
-async def locomo(conversation: str | None, limit: int) -> tuple[Any, list[tuple[str, list[float]]], dict[str, Any]]:
+async def locomo(conversation: str | None, limit: int, speaker: str, mode: str) -> tuple[Any, list[tuple[str, list[float]]], dict[str, Any]]:
     from amem_db.client import Memory
     from amem_db.embedding import CachedEmbedder, get_embedder
     from amem_db.harness.locomo import lens_of, load_conversations, turn_request, write_turns
@@ -55,10 +57,10 @@ async def locomo(conversation: str | None, limit: int) -> tuple[Any, list[tuple[
     conn = await open_connection(Target(url="mem://", ns="p", db="recall"))
     await Migrator(conn).migrate()
     mem = Memory(conn, embedder=CachedEmbedder(get_embedder()))
-    wrote = await write_turns(mem, [turn_request(t) for t in turns])
+    wrote = await write_turns(mem, [turn_request(t, speaker=speaker) for t in turns])
     print(f"conversation {conversation}: {len(turns)} turns written in {wrote['seconds']} s; {len(questions)} questions")
     queries = [(q.text, await mem.embed_query(q.text)) for q in questions]
-    return conn, queries, {"k": 10, "lens": lens_of(conversation), "embeddingModel": mem.embedder.name}
+    return conn, queries, {"mode": mode, "k": 10, "lens": lens_of(conversation), "embeddingModel": mem.embedder.name}
 
 
 async def stored(path: Path, data: Path, limit: int) -> tuple[Any, list[tuple[str, list[float]]], dict[str, Any]]:
@@ -71,14 +73,19 @@ async def stored(path: Path, data: Path, limit: int) -> tuple[Any, list[tuple[st
         "mode": "hybrid", "k": 10, "include": ["facts", "passages"], "embeddingModel": str(meta.get("embedder") or "bench")}
 
 
+FLAGS = ("--store", "--data", "--speaker", "--mode")
+
+
 async def main(argv: list[str]) -> None:
-    if "--store" in argv:
-        path = Path(argv[argv.index("--store") + 1])
-        data = Path(argv[argv.index("--data") + 1]) if "--data" in argv else path.parent / "data"
-        rest = [a for i, a in enumerate(argv) if a not in ("--store", "--data") and (i == 0 or argv[i - 1] not in ("--store", "--data"))]
+    flag = {f: argv[argv.index(f) + 1] for f in FLAGS if f in argv}
+    rest = [a for i, a in enumerate(argv) if a not in FLAGS and (i == 0 or argv[i - 1] not in FLAGS)]
+    if "--store" in flag:
+        path = Path(flag["--store"])
+        data = Path(flag["--data"]) if "--data" in flag else path.parent / "data"
         conn, queries, opts = await stored(path, data, int(rest[0]) if rest else 40)
     else:
-        conn, queries, opts = await locomo(argv[0] if argv else None, int(argv[1]) if len(argv) > 1 else 40)
+        conn, queries, opts = await locomo(rest[0] if rest else None, int(rest[1]) if len(rest) > 1 else 40,
+                                           flag.get("--speaker", "prefix-text"), flag.get("--mode", "hybrid"))
     for text, e in queries[:3]:  # warm-up
         await call(conn, "fn::amem::recall", text, e, opts)
     rows: dict[str, list[float]] = defaultdict(list)
