@@ -209,12 +209,14 @@ class Sim:
         # (BASE), which halved every fused score of a store without entities
         graph_rows = wg > 0 and bool(named)
         att = (wv + wl + (wg if graph_rows or (wg > 0 and p.get("legacyAttainable")) else 0.0)) / (rk + 1)
-        s = {t: min(1.0, x / att) for t, x in fused.items()}
-        # window boost
+        return self.signals(qid, {t: min(1.0, x / att) for t, x in fused.items()}, p)
+
+    def signals(self, qid: str, s: dict[str, float], p: dict[str, Any]) -> list[str]:
+        """After the fusion, in product order: the window boost, the named boost, adjacency, MMR."""
+        named = self.named_of[qid]
         ww = p["window"]
-        if row["window"] is not None and ww > 0:
+        if self.q[qid]["window"] is not None and ww > 0:
             s = {t: (x + (ww if self.in_window(qid, t) else 0.0)) / (1 + ww) for t, x in s.items()}
-        # the named boost
         wn = p["named"]
         if wn > 0 and named:
             s = {t: (x + (wn if t in named else 0.0)) / (1 + wn) for t, x in s.items()}
@@ -228,7 +230,7 @@ class Sim:
     def rank_by_scores(self, qid: str, p: dict[str, Any]) -> list[str]:
         """Recall with the documents' score fusion in place of RRF (surql/300 fusion::scores: each
         leg's scores z-scored or min-maxed, weighted from the leg's lowest, / the attainable), then
-        the window boost and adjacency as in `rank`; a store without entities (no graph leg)."""
+        the same signals as `rank`; the vector and BM25 legs only (no graph leg)."""
         import numpy as np
 
         row = self.q[qid]
@@ -246,12 +248,7 @@ class Sim:
             att += w * span if span > 0 else w
             for (t, _), v in zip(rows, n, strict=True):
                 fused[t] = fused.get(t, 0.0) + (w * (float(v) - float(n.min())) if span > 0 else w)
-        s = {t: min(1.0, x / att) for t, x in fused.items()} if att > 0 else {}
-        ww = p["window"]
-        if row["window"] is not None and ww > 0:
-            s = {t: (x + (ww if self.in_window(qid, t) else 0.0)) / (1 + ww) for t, x in s.items()}
-        s, ranked = self.adjacency(s, sorted(s, key=lambda t: (-s[t], t)), p)
-        return ranked[:DEPTH]
+        return self.signals(qid, {t: min(1.0, x / att) for t, x in fused.items()} if att > 0 else {}, p)
 
     def adjacency(self, s: dict[str, float], ranked: list[str], p: dict[str, Any]) -> tuple[dict[str, float], list[str]]:
         """recall::adjacent: the adjTop best lend adjacent x decay^(d-1) of their score to the
